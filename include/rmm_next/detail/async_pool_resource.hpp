@@ -1,0 +1,269 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/pool_handle.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rmm_next {
+
+/** @brief Statistics of a driver pool, read from its attributes. */
+struct pool_statistics {
+  std::uint64_t reserved_bytes;       ///< memory the pool holds from the OS/driver now
+  std::uint64_t reserved_bytes_high;  ///< high watermark of `reserved_bytes`
+  std::uint64_t used_bytes;           ///< memory handed out to allocations now
+  std::uint64_t used_bytes_high;      ///< high watermark of `used_bytes`
+  std::uint64_t release_threshold;    ///< bytes kept across synchronizations
+};
+
+namespace detail {
+
+template <class Source>
+inline constexpr bool is_pool_source =
+  std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool> ||
+  std::is_same_v<Source, pool_options> || std::is_same_v<Source, cudaMemPool_t>;
+
+/** @brief True for the alignments the async resources accept: powers of two up to 256. */
+constexpr bool is_valid_alignment(std::size_t alignment) noexcept
+{
+  return alignment != 0 && alignment <= default_alignment && (alignment & (alignment - 1)) == 0;
+}
+
+[[noreturn]] inline void throw_bad_alignment(memory_kind kind, std::size_t alignment)
+{
+  throw bad_alloc{std::string{"rmm_next::bad_alloc: "} + resource_name(kind) +
+                  ": alignment " + std::to_string(alignment) +
+                  " is not a power of two no greater than " + std::to_string(default_alignment)};
+}
+
+[[noreturn]] inline void throw_allocation_failure(memory_kind kind,
+                                                  cudaError_t status,
+                                                  std::size_t bytes,
+                                                  int device)
+{
+  (void)cudaGetLastError();
+  std::string const where = kind == memory_kind::pinned
+                              ? " bytes of pinned host memory (resource device "
+                              : " bytes on device ";
+  std::string const tail = std::to_string(device) + (kind == memory_kind::pinned ? ")" : "") +
+                           " (" + cudaGetErrorName(status) + ": " + cudaGetErrorString(status) +
+                           ")";
+  if (status == cudaErrorMemoryAllocation) {
+    throw out_of_memory{std::string{"rmm_next::out_of_memory: "} + resource_name(kind) +
+                        " failed to allocate " + std::to_string(bytes) + where + tail};
+  }
+  throw bad_alloc{std::string{"rmm_next::bad_alloc: "} + resource_name(kind) +
+                  " failed to allocate " + std::to_string(bytes) + where + tail};
+}
+
+/**
+ * @brief The machinery the three async resources share: pool choice and ownership,
+ * stream-ordered and synchronous allocation, statistics, equality.
+ *
+ * `Derived` names its `memory_kind` as `static constexpr detail::memory_kind kind`.
+ */
+template <class Derived>
+class async_pool_resource {
+ public:
+  /** @brief The current pool of the current device. */
+  async_pool_resource() : async_pool_resource(current_pool{}) {}
+
+  /**
+   * @brief The current pool of `device`.
+   * @throws std::out_of_range if `device` is not a visible device.
+   */
+  explicit async_pool_resource(int device) : async_pool_resource(current_pool{}, device) {}
+
+  /**
+   * @brief The pool chosen by `source` for `device` (the current device if none).
+   *
+   * `source` is `current_pool{}`, `default_pool{}`, a `pool_options` (the resource creates and
+   * owns the pool) or a `cudaMemPool_t` the caller owns (viewed, never destroyed).
+   * @throws cuda_error when no usable driver or device exists.
+   * @throws not_supported when the runtime, driver or device lacks the feature.
+   * @throws std::out_of_range if `device` is not a visible device.
+   */
+  template <class Source>
+    requires is_pool_source<Source>
+  explicit async_pool_resource(Source const& source, std::optional<int> device = std::nullopt)
+    : async_pool_resource(bind_source(source, device, std::nullopt))
+  {
+  }
+
+  /**
+   * @brief Allocates `bytes` in the order of `stream`.
+   * @return nullptr for 0 bytes, else memory aligned to 256 bytes, usable by work on `stream`.
+   * @throws bad_alloc if `alignment` is not a power of two no greater than 256.
+   * @throws out_of_memory if the pool cannot grow enough.
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+  {
+    check_alignment(alignment);
+    if (bytes == 0) { return nullptr; }
+    void* ptr{};
+    if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream.get());
+        s != cudaSuccess) {
+      throw_allocation_failure(Derived::kind, s, bytes, device_);
+    }
+    return ptr;
+  }
+
+  /** @brief Frees `ptr` in the order of `stream` (`cudaFreeAsync`); nullptr does nothing. */
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t /*bytes*/,
+                  std::size_t /*alignment*/ = default_alignment) noexcept
+  {
+    if (ptr == nullptr) { return; }
+    if (cudaError_t const s = cudaFreeAsync(ptr, stream.get()); s != cudaSuccess) {
+      report_release_failure(s, "cudaFreeAsync");
+    }
+  }
+
+  /**
+   * @brief Allocates memory that any stream, and the host for host-accessible kinds, may use as
+   * soon as this returns. Waits only for the allocation itself, on a stream of the resource's
+   * own: neither the device nor other streams are synchronized.
+   * @throws as `allocate`.
+   */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    cudaStream_t const stream = state_->stream();
+    void* ptr                 = allocate(stream, bytes, alignment);
+    if (ptr != nullptr) {
+      if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
+        (void)cudaFreeAsync(ptr, stream);
+        throw_cuda_error(s, "cudaStreamSynchronize", resource_name(Derived::kind));
+      }
+    }
+    return ptr;
+  }
+
+  /** @brief Frees memory no pending work uses any more; nullptr does nothing. */
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = default_alignment) noexcept
+  {
+    deallocate(state_->stream(), ptr, bytes, alignment);
+  }
+
+  /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)
+  /// @{
+  /** @brief Same as `allocate_sync`. */
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    return allocate_sync(bytes, alignment);
+  }
+  /** @brief Same as `deallocate_sync`. */
+  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+  /** @brief Same as `allocate(stream, bytes, alignment)`. */
+  [[nodiscard]] void* allocate_async(std::size_t bytes,
+                                     std::size_t alignment,
+                                     cuda::stream_ref stream)
+  {
+    return allocate(stream, bytes, alignment);
+  }
+  /** @brief Same as `allocate(stream, bytes)`. */
+  [[nodiscard]] void* allocate_async(std::size_t bytes, cuda::stream_ref stream)
+  {
+    return allocate(stream, bytes);
+  }
+  /** @brief Same as `deallocate(stream, ptr, bytes, alignment)`. */
+  void deallocate_async(void* ptr,
+                        std::size_t bytes,
+                        std::size_t alignment,
+                        cuda::stream_ref stream) noexcept
+  {
+    deallocate(stream, ptr, bytes, alignment);
+  }
+  /** @brief Same as `deallocate(stream, ptr, bytes)`. */
+  void deallocate_async(void* ptr, std::size_t bytes, cuda::stream_ref stream) noexcept
+  {
+    deallocate(stream, ptr, bytes);
+  }
+  /// @}
+
+  /** @brief The driver pool this resource allocates from. */
+  [[nodiscard]] cudaMemPool_t pool_handle() const noexcept { return pool_; }
+
+  /** @brief The device the resource was made for. */
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+  /** @brief The pool's statistics, read from its attributes now. */
+  [[nodiscard]] pool_statistics statistics() const
+  {
+    return pool_statistics{
+      pool_attribute(pool_, cudaMemPoolAttrReservedMemCurrent),
+      pool_attribute(pool_, cudaMemPoolAttrReservedMemHigh),
+      pool_attribute(pool_, cudaMemPoolAttrUsedMemCurrent),
+      pool_attribute(pool_, cudaMemPoolAttrUsedMemHigh),
+      pool_attribute(pool_, cudaMemPoolAttrReleaseThreshold),
+    };
+  }
+
+  /** @brief Resets the pool's reserved and used high watermarks to their current values. */
+  void reset_high_watermarks() const
+  {
+    set_pool_attribute(pool_, cudaMemPoolAttrReservedMemHigh, 0);
+    set_pool_attribute(pool_, cudaMemPoolAttrUsedMemHigh, 0);
+  }
+
+  /** @brief True when both resources allocate from the same pool. */
+  friend bool operator==(Derived const& lhs, Derived const& rhs) noexcept
+  {
+    return lhs.pool_ == rhs.pool_;
+  }
+
+ protected:
+  explicit async_pool_resource(pool_binding binding) noexcept
+    : pool_{binding.pool}, device_{binding.device}, state_{std::move(binding.state)}
+  {
+  }
+
+  /** @brief Resolves the device, checks support and binds the pool `source` names. */
+  template <class Source>
+  static pool_binding bind_source(Source const& source,
+                                  std::optional<int> device,
+                                  std::optional<std::vector<int>> const& accessible_devices)
+  {
+    int const id         = resolve_device(Derived::kind, device);
+    pool_binding binding = acquire_pool(Derived::kind, id, source);
+    if constexpr (Derived::kind == memory_kind::pinned) {
+      grant_device_access(binding.pool, accessible_devices);
+    }
+    return binding;
+  }
+
+ private:
+  static void check_alignment(std::size_t alignment)
+  {
+    if (!is_valid_alignment(alignment)) { throw_bad_alignment(Derived::kind, alignment); }
+  }
+
+  cudaMemPool_t pool_;
+  int device_;
+  std::shared_ptr<pool_state> state_;
+};
+
+}  // namespace detail
+}  // namespace rmm_next

@@ -1,0 +1,361 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rmm_next::detail {
+
+/** @brief What a pool hands out: the one thing that sets the three async resources apart. */
+enum class memory_kind { device, managed, pinned };
+
+/** @brief The public class name of the resource of `kind`, for messages. */
+constexpr char const* resource_name(memory_kind kind) noexcept
+{
+  switch (kind) {
+    case memory_kind::device: return "async_device_resource";
+    case memory_kind::managed: return "async_managed_resource";
+    default: return "async_pinned_resource";
+  }
+}
+
+inline constexpr std::uint64_t keep_all_threshold = UINT64_MAX;
+
+inline std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr)
+{
+  std::uint64_t value{};
+  RMM_NEXT_CUDA_TRY(cudaMemPoolGetAttribute(pool, attr, &value));
+  return value;
+}
+
+inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::uint64_t value)
+{
+  RMM_NEXT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attr, &value));
+}
+
+/**
+ * @brief What the copies of one resource share: the pool (destroyed with the last copy when the
+ * resource created it) and the stream on which `allocate_sync` works.
+ */
+class pool_state {
+ public:
+  pool_state(cudaMemPool_t pool, int device, bool owned) : pool_{pool}, owned_{owned}
+  {
+    // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
+    // for the legacy default stream nor for any other stream's work.
+    try {
+      device_guard guard{device};
+      RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    } catch (...) {
+      release_pool();
+      throw;
+    }
+    watch_runtime_teardown();
+  }
+
+  pool_state(pool_state const&)            = delete;
+  pool_state& operator=(pool_state const&) = delete;
+
+  ~pool_state()
+  {
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
+      report_release_failure(s, "cudaStreamDestroy");
+    }
+    release_pool();
+  }
+
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+ private:
+  void release_pool() noexcept
+  {
+    if (!owned_) { return; }
+    // Memory still allocated from the pool, or frees not yet executed, make the driver release
+    // the pool's memory once they are gone (cudaMemPoolDestroy returns at once).
+    if (cudaError_t const s = cudaMemPoolDestroy(pool_); s != cudaSuccess) {
+      report_release_failure(s, "cudaMemPoolDestroy");
+    }
+  }
+
+  cudaMemPool_t pool_;
+  bool owned_;
+  cudaStream_t stream_{};
+};
+
+/** @brief A pool chosen for a resource: the handle and its shared state. */
+struct pool_binding {
+  cudaMemPool_t pool{};
+  int device{};
+  std::shared_ptr<pool_state> state;
+};
+
+[[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
+{
+  throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": " + what};
+}
+
+/**
+ * @brief Checks at run time that `device` and the driver support pools of `kind`; throws
+ * `not_supported` naming the feature, what it needs and what was found.
+ */
+inline void check_support(memory_kind kind, int device)
+{
+  auto const dev = "device " + std::to_string(device);
+  if (device_attribute(cudaDevAttrMemoryPoolsSupported, device) == 0) {
+    throw_not_supported(kind, "stream-ordered memory pools need a device with "
+                              "cudaDevAttrMemoryPoolsSupported; " + dev + " reports 0");
+  }
+  if (kind == memory_kind::managed) {
+#if CUDART_VERSION < 13000
+    throw_not_supported(kind, "managed memory pools need CUDA 13.0 or later; this program was "
+                              "compiled against CUDA " + version_string(CUDART_VERSION));
+#else
+    if (device_attribute(cudaDevAttrConcurrentManagedAccess, device) == 0) {
+      throw_not_supported(kind, "managed memory pools need a device with "
+                                "cudaDevAttrConcurrentManagedAccess; " + dev + " reports 0");
+    }
+#endif
+  }
+  if (kind == memory_kind::pinned) {
+#if CUDART_VERSION < 12060
+    throw_not_supported(kind, "pinned memory pools need CUDA 12.6 or later; this program was "
+                              "compiled against CUDA " + version_string(CUDART_VERSION));
+#else
+    if (int const v = driver_version(); v < 12060) {
+      throw_not_supported(kind, "pinned memory pools need a CUDA driver of version 12.6 or "
+                                "later; the installed driver is " + version_string(v));
+    }
+#if CUDART_VERSION >= 13000
+    if (device_attribute(cudaDevAttrHostMemoryPoolsSupported, device) == 0) {
+      throw_not_supported(kind, "pinned memory pools need a device with "
+                                "cudaDevAttrHostMemoryPoolsSupported; " + dev + " reports 0");
+    }
+#endif
+#endif
+  }
+}
+
+/** @brief The device the resource works for: `device`, or the current one; validated. */
+inline int resolve_device(memory_kind kind, std::optional<int> device)
+{
+  int count{};
+  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
+    throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
+  }
+  int const id = device ? checked_device(*device) : current_device();
+  check_support(kind, id);
+  return id;
+}
+
+/** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
+inline cudaMemLocation default_location(memory_kind kind, int device)
+{
+  cudaMemLocation loc{};
+  if (kind != memory_kind::pinned) {
+    loc.type = cudaMemLocationTypeDevice;
+    loc.id   = device;
+    return loc;
+  }
+#if CUDART_VERSION >= 13000
+  loc.type = cudaMemLocationTypeHost;
+  loc.id   = 0;
+#else
+  // Before CUDA 13.0 host pools are made per NUMA node: the node closest to the device.
+  int numa = -1;
+  if (cudaDeviceGetAttribute(&numa, cudaDevAttrHostNumaId, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  loc.type = cudaMemLocationTypeHostNuma;
+  loc.id   = numa < 0 ? 0 : numa;
+#endif
+  return loc;
+}
+
+#if CUDART_VERSION >= 13000
+inline cudaMemAllocationType allocation_type(memory_kind kind) noexcept
+{
+  return kind == memory_kind::managed ? cudaMemAllocationTypeManaged : cudaMemAllocationTypePinned;
+}
+#else
+inline cudaMemAllocationType allocation_type(memory_kind) noexcept
+{
+  return cudaMemAllocationTypePinned;
+}
+#endif
+
+/**
+ * @brief Grants kernels on `devices` (default: every visible device) read-write access to a
+ * host-located pool, which starts host-only.
+ */
+inline void grant_device_access(cudaMemPool_t pool, std::optional<std::vector<int>> const& devices)
+{
+  std::vector<int> ids;
+  if (devices) {
+    for (int const d : *devices) { ids.push_back(checked_device(d)); }
+  } else {
+    int const count = device_count();
+    for (int d = 0; d < count; ++d) {
+      if (device_attribute(cudaDevAttrMemoryPoolsSupported, d) != 0) { ids.push_back(d); }
+    }
+  }
+  std::vector<cudaMemAccessDesc> descs;
+  for (int const d : ids) {
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id   = d;
+    desc.flags         = cudaMemAccessFlagsProtReadWrite;
+    descs.push_back(desc);
+  }
+  if (!descs.empty()) { RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size())); }
+}
+
+/** @brief Applies the release-threshold rule for pools the resource adopts but does not own. */
+inline void adopt_release_threshold(cudaMemPool_t pool, std::optional<std::size_t> threshold)
+{
+  if (threshold) {
+    set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold, *threshold);
+  } else if (pool_attribute(pool, cudaMemPoolAttrReleaseThreshold) == 0) {
+    // With 0 every synchronization hands memory back and the next allocation maps it again.
+    set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold, keep_all_threshold);
+  }
+}
+
+inline pool_binding bind(cudaMemPool_t pool, int device, bool owned)
+{
+  return pool_binding{pool, device, std::make_shared<pool_state>(pool, device, owned)};
+}
+
+inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts);
+
+/** @brief Binds the driver's current pool of `kind` for `device`. */
+inline pool_binding acquire_pool(memory_kind kind, int device, current_pool const& src)
+{
+  cudaMemPool_t pool{};
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc = default_location(kind, device);
+  RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)));
+#else
+  if (kind == memory_kind::pinned) {
+    // No host pool is current before CUDA 13.0: the resource creates its own.
+    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
+  }
+  RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device));
+#endif
+  adopt_release_threshold(pool, src.release_threshold);
+  return bind(pool, device, false);
+}
+
+/** @brief Binds the driver's default pool of `kind` for `device`. */
+inline pool_binding acquire_pool(memory_kind kind, int device, default_pool const& src)
+{
+  cudaMemPool_t pool{};
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc = default_location(kind, device);
+  RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)));
+#else
+  if (kind == memory_kind::pinned) {
+    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
+  }
+  RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+#endif
+  adopt_release_threshold(pool, src.release_threshold);
+  return bind(pool, device, false);
+}
+
+/** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
+inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t pool)
+{
+  if (pool == nullptr) {
+    throw logic_error{std::string{"rmm_next::"} + resource_name(kind) +
+                      ": the cudaMemPool_t to view is null"};
+  }
+  return bind(pool, device, false);
+}
+
+/** @brief Creates a pool from `opts` that the resource owns. */
+inline pool_binding acquire_pool(memory_kind kind, int device, pool_options const& opts)
+{
+  return create_pool(kind, device, opts);
+}
+
+inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts)
+{
+  if (opts.maximum_pool_size && opts.initial_pool_size &&
+      *opts.initial_pool_size > *opts.maximum_pool_size) {
+    throw logic_error{std::string{"rmm_next::"} + resource_name(kind) + ": initial_pool_size (" +
+                      std::to_string(*opts.initial_pool_size) + " bytes) exceeds " +
+                      "maximum_pool_size (" + std::to_string(*opts.maximum_pool_size) + " bytes)"};
+  }
+  if (opts.export_handle_type != allocation_handle_type::none) {
+    int const supported = device_attribute(cudaDevAttrMemoryPoolSupportedHandleTypes, device);
+    int const wanted    = static_cast<int>(opts.export_handle_type);
+    if ((supported & wanted) != wanted) {
+      throw_not_supported(kind, "export handle type " + std::to_string(wanted) +
+                                  " needs device support (cudaDevAttrMemoryPoolSupportedHandleTypes);"
+                                  " device " + std::to_string(device) + " supports the mask " +
+                                  std::to_string(supported));
+    }
+  }
+
+  cudaMemPoolProps props{};
+  props.allocType   = allocation_type(kind);
+  props.handleTypes = static_cast<cudaMemAllocationHandleType>(opts.export_handle_type);
+  props.location    = opts.location.value_or(default_location(kind, device));
+  props.maxSize     = opts.maximum_pool_size.value_or(0);
+  if (opts.hardware_decompress) {
+#ifdef cudaMemPoolCreateUsageHwDecompress
+    props.usage = cudaMemPoolCreateUsageHwDecompress;
+#else
+    throw_not_supported(kind, "hardware-decompress pools need CUDA 12.8 or later; this program "
+                              "was compiled against CUDA " + version_string(CUDART_VERSION));
+#endif
+  }
+
+  cudaMemPool_t pool{};
+  if (cudaError_t const s = cudaMemPoolCreate(&pool, &props); s != cudaSuccess) {
+    if (opts.hardware_decompress && (s == cudaErrorNotSupported || s == cudaErrorInvalidValue)) {
+      (void)cudaGetLastError();
+      throw not_supported{std::string{"rmm_next::"} + resource_name(kind) +
+                            ": hardware-decompress pools need a device with a decompression "
+                            "engine; cudaMemPoolCreate on device " + std::to_string(device) +
+                            " returned " + cudaGetErrorName(s),
+                          s};
+    }
+    throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
+  }
+  // From here the state owns the pool and destroys it if anything below throws.
+  pool_binding binding = bind(pool, device, true);
+  set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold,
+                     opts.release_threshold.value_or(keep_all_threshold));
+  if (opts.initial_pool_size && *opts.initial_pool_size > 0) {
+    void* ptr{};
+    cudaStream_t const stream = binding.state->stream();
+    if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, *opts.initial_pool_size, pool, stream);
+        s != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw out_of_memory{std::string{"rmm_next::out_of_memory: "} + resource_name(kind) +
+                          " could not reserve initial_pool_size of " +
+                          std::to_string(*opts.initial_pool_size) + " bytes on device " +
+                          std::to_string(device) + " (" + cudaGetErrorName(s) + ")"};
+    }
+    RMM_NEXT_CUDA_TRY(cudaFreeAsync(ptr, stream));
+    RMM_NEXT_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
+  return binding;
+}
+
+}  // namespace rmm_next::detail

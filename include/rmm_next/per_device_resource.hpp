@@ -1,0 +1,106 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/per_device_resource_map.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+/**
+ * @file
+ * @brief The process-wide `per_device_resource_map` and RMM's free functions over it.
+ *
+ * Prefer a map of your own (`per_device_resource_map`): what is set here changes the memory of
+ * every library in the process that uses these functions.
+ */
+
+namespace rmm_next {
+
+/**
+ * @brief The process-wide map behind the free functions below.
+ *
+ * The initial resource of a device is an `async_device_resource` on that device's current pool
+ * (`cudaMemGetMemPool`), made on the device's first use.
+ *
+ * One instance per process, even when several shared libraries built with `-fvisibility=hidden`
+ * include this header: the function has default visibility (`RMM_NEXT_EXPORT`), so the dynamic
+ * linker binds every library to one definition and one function-local static. All of them must
+ * be built against the same rmm-next and CCCL, which fix the map's layout.
+ *
+ * The map is created on first use and intentionally never destroyed. Destroying it at exit would
+ * race with the CUDA runtime's own teardown (its resources free streams) and with other static
+ * objects whose destructors still read it; leaked, it stays usable until the process ends, which
+ * then returns its memory. Its device count comes from `cudaGetDeviceCount` on first use.
+ *
+ * @throws cuda_error from its members when no usable CUDA driver or device exists.
+ */
+RMM_NEXT_EXPORT inline per_device_resource_map<device_async_resource_ref>&
+get_per_device_resource_map()
+{
+  static auto* const map = new per_device_resource_map<device_async_resource_ref>{
+    [](int device) { return async_device_resource{device}; }};
+  return *map;
+}
+
+/**
+ * @brief The process-wide ref of the current device.
+ * @throws cuda_error if no usable CUDA driver or device exists.
+ */
+inline device_async_resource_ref get_current_device_resource_ref()
+{
+  return get_per_device_resource_map().get_current();
+}
+
+/**
+ * @brief The process-wide ref of `device`.
+ * @throws std::out_of_range if `device` is not a visible device.
+ */
+inline device_async_resource_ref get_per_device_resource_ref(int device)
+{
+  return get_per_device_resource_map().get(device);
+}
+
+/**
+ * @brief Makes `ref` the process-wide ref of the current device, for every library using it.
+ * The caller keeps the resource alive while it is set (or until the process ends).
+ * @return The previous ref.
+ */
+inline device_async_resource_ref set_current_device_resource_ref(device_async_resource_ref ref)
+{
+  return get_per_device_resource_map().set_current(ref);
+}
+
+/**
+ * @brief Makes `ref` the process-wide ref of `device`; see `set_current_device_resource_ref`.
+ * @return The previous ref.
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ */
+inline device_async_resource_ref set_per_device_resource_ref(int device,
+                                                             device_async_resource_ref ref)
+{
+  return get_per_device_resource_map().set(device, ref);
+}
+
+/**
+ * @brief Makes the initial `async_device_resource` the process-wide ref of the current device.
+ * @return The previous ref.
+ */
+inline device_async_resource_ref reset_current_device_resource_ref()
+{
+  return get_per_device_resource_map().reset_current();
+}
+
+/**
+ * @brief Makes the initial `async_device_resource` the process-wide ref of `device`.
+ * @return The previous ref.
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ */
+inline device_async_resource_ref reset_per_device_resource_ref(int device)
+{
+  return get_per_device_resource_map().reset(device);
+}
+
+}  // namespace rmm_next

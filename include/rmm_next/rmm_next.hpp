@@ -1,0 +1,23 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file
+ * @brief Everything rmm-next offers, in one include.
+ */
+
+#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/version.hpp>
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_managed_resource.hpp>
+#include <rmm_next/async_pinned_resource.hpp>
+
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/per_device_resource_map.hpp>

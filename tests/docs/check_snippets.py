@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""Checks that every C++ code block in docs/ is quoted verbatim from a compiled example.
+
+A C++ block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must equal the
+lines between `// [<name>]` and `// [<name> end]` of that file (common indentation removed).
+"""
+import pathlib
+import re
+import sys
+import textwrap
+
+root = pathlib.Path(sys.argv[1])
+marker = re.compile(r"<!-- snippet: (\S+)#(\S+) -->")
+failures = []
+checked = 0
+
+
+def region(path, name):
+    lines = (root / path).read_text().splitlines()
+    try:
+        start = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name}]")
+        end = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name} end]")
+    except StopIteration:
+        return None
+    return textwrap.dedent("\n".join(lines[start + 1 : end])).strip("\n")
+
+
+for doc in sorted((root / "docs").glob("*.md")):
+    lines = doc.read_text().splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```c") or lines[i].startswith("```cu"):
+            block_start = i
+            j = i + 1
+            while lines[j] != "```":
+                j += 1
+            block = "\n".join(lines[i + 1 : j])
+            m = marker.fullmatch(lines[i - 1].strip()) if i > 0 else None
+            where = f"{doc.relative_to(root)}:{block_start + 1}"
+            if not m:
+                failures.append(f"{where}: C++ block without a snippet marker")
+            else:
+                expected = region(m.group(1), m.group(2))
+                if expected is None:
+                    failures.append(f"{where}: no region {m.group(2)} in {m.group(1)}")
+                elif expected != block:
+                    failures.append(f"{where}: differs from {m.group(1)}#{m.group(2)}")
+                checked += 1
+            i = j
+        i += 1
+
+for f in failures:
+    print("FAIL", f)
+print(f"{checked} snippets checked, {len(failures)} failures")
+sys.exit(1 if failures or checked == 0 else 0)

@@ -1,0 +1,85 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace {
+
+static_assert(std::is_base_of_v<rmm_next::cuda_error, rmm_next::not_supported>);
+static_assert(std::is_base_of_v<rmm_next::bad_alloc, rmm_next::out_of_memory>);
+static_assert(std::is_base_of_v<std::bad_alloc, rmm_next::bad_alloc>);
+static_assert(std::is_base_of_v<std::runtime_error, rmm_next::cuda_error>);
+static_assert(std::is_base_of_v<std::logic_error, rmm_next::logic_error>);
+
+TEST(CudaTry, ThrowsCudaErrorWithCallAndCodeAndClearsIt)
+{
+  try {
+    RMM_NEXT_CUDA_TRY(cudaErrorInvalidValue);
+    FAIL() << "no exception";
+  } catch (rmm_next::cuda_error const& e) {
+    EXPECT_EQ(e.code(), cudaErrorInvalidValue);
+    std::string const what = e.what();
+    EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
+    EXPECT_NE(what.find("error_test.cpp"), std::string::npos) << what;
+  }
+  // Without a driver the runtime reports that on every call; with one, nothing is left behind.
+  int count{};
+  if (cudaGetDeviceCount(&count) == cudaSuccess) { EXPECT_EQ(cudaGetLastError(), cudaSuccess); }
+}
+
+TEST(CudaTry, NotSupportedIsTyped)
+{
+  EXPECT_THROW(RMM_NEXT_CUDA_TRY(cudaErrorNotSupported), rmm_next::not_supported);
+}
+
+TEST(CudaTry, SuccessDoesNotThrow) { EXPECT_NO_THROW(RMM_NEXT_CUDA_TRY(cudaSuccess)); }
+
+TEST(CudaTry, MissingDriverSaysSo)
+{
+  try {
+    RMM_NEXT_CUDA_TRY(cudaErrorInsufficientDriver);
+    FAIL() << "no exception";
+  } catch (rmm_next::cuda_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("no usable CUDA driver or device"), std::string::npos);
+  }
+}
+
+TEST(Expects, ThrowsLogicErrorWithMessage)
+{
+  try {
+    RMM_NEXT_EXPECTS(1 + 1 == 3, "arithmetic is broken");
+    FAIL() << "no exception";
+  } catch (rmm_next::logic_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("arithmetic is broken"), std::string::npos);
+  }
+  EXPECT_NO_THROW(RMM_NEXT_EXPECTS(true, "never"));
+}
+
+TEST(Expects, ThrowsRequestedType)
+{
+  EXPECT_THROW(RMM_NEXT_EXPECTS(false, "bad size", rmm_next::out_of_memory), rmm_next::out_of_memory);
+}
+
+TEST(Errors, CarryTheirMessages)
+{
+  EXPECT_STREQ(rmm_next::out_of_memory{"out_of_memory: 42"}.what(), "out_of_memory: 42");
+  rmm_next::not_supported const ns{"feature X needs Y, found Z"};
+  EXPECT_EQ(ns.code(), cudaErrorNotSupported);
+  EXPECT_STREQ(ns.what(), "feature X needs Y, found Z");
+}
+
+TEST(VersionString, FormatsMajorMinor)
+{
+  EXPECT_EQ(rmm_next::detail::version_string(12060), "12.6");
+  EXPECT_EQ(rmm_next::detail::version_string(13000), "13.0");
+}
+
+}  // namespace

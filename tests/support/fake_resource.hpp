@@ -1,0 +1,115 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+// A memory resource that needs no GPU, for CPU-only tests: host memory from std::aligned_alloc
+// that claims to be device- and host-accessible, so that it binds to every rmm-next ref type
+// (device_async_resource_ref, host_device_async_resource_ref, device_resource_ref, ...).
+
+#include <rmm_next/detail/cccl.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+namespace rmm_next::test {
+
+/**
+ * @brief Host memory posing as device memory. Copies share one set of counters; two resources
+ * compare equal when they are copies of each other.
+ */
+class fake_resource {
+ public:
+  /** @brief Counters shared by all copies of one resource. */
+  struct counters {
+    std::atomic<long> allocations{0};
+    std::atomic<long> deallocations{0};
+  };
+
+  /** @param id A number the tests use to tell resources apart. */
+  explicit fake_resource(int id = 0) : id_{id}, counters_{std::make_shared<counters>()} {}
+
+  [[nodiscard]] int id() const noexcept { return id_; }
+  [[nodiscard]] long allocations() const noexcept { return counters_->allocations.load(); }
+  [[nodiscard]] long deallocations() const noexcept { return counters_->deallocations.load(); }
+  /** @brief Observes the counters without keeping them alive (they die with the last copy). */
+  [[nodiscard]] std::weak_ptr<counters const> lifetime() const noexcept { return counters_; }
+
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    if (bytes == 0) { return nullptr; }
+    std::size_t const rounded = (bytes + alignment - 1) / alignment * alignment;
+    void* ptr                 = std::aligned_alloc(alignment, rounded);
+    if (ptr == nullptr) { throw std::bad_alloc{}; }
+    counters_->allocations.fetch_add(1, std::memory_order_relaxed);
+    return ptr;
+  }
+
+  void deallocate_sync(void* ptr, std::size_t, std::size_t = default_alignment) noexcept
+  {
+    if (ptr == nullptr) { return; }
+    counters_->deallocations.fetch_add(1, std::memory_order_relaxed);
+    std::free(ptr);
+  }
+
+  [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+  {
+    return allocate_sync(bytes, alignment);
+  }
+
+  void deallocate(cuda::stream_ref, void* ptr, std::size_t bytes,
+                  std::size_t alignment = default_alignment) noexcept
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+
+  // CCCL 3.0 members (cuda::mr::resource / async_resource before CCCL 3.1).
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    return allocate_sync(bytes, alignment);
+  }
+  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+  [[nodiscard]] void* allocate_async(std::size_t bytes, std::size_t alignment, cuda::stream_ref)
+  {
+    return allocate_sync(bytes, alignment);
+  }
+  void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
+                        cuda::stream_ref) noexcept
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+
+  friend bool operator==(fake_resource const& lhs, fake_resource const& rhs) noexcept
+  {
+    return lhs.counters_ == rhs.counters_;
+  }
+
+  friend constexpr void get_property(fake_resource const&, cuda::mr::device_accessible) noexcept {}
+  friend constexpr void get_property(fake_resource const&, cuda::mr::host_accessible) noexcept {}
+
+ private:
+  int id_;
+  std::shared_ptr<counters> counters_;
+};
+
+#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
+static_assert(cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible,
+                                      cuda::mr::host_accessible>);
+static_assert(cuda::mr::synchronous_resource_with<fake_resource, cuda::mr::device_accessible,
+                                                  cuda::mr::host_accessible>);
+#else
+static_assert(cuda::mr::async_resource_with<fake_resource, cuda::mr::device_accessible,
+                                            cuda::mr::host_accessible>);
+static_assert(cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible,
+                                      cuda::mr::host_accessible>);
+#endif
+
+}  // namespace rmm_next::test
