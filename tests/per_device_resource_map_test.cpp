@@ -43,7 +43,9 @@ struct fixture_resources {
 
   explicit fixture_resources(int count) : calls_per_device(static_cast<std::size_t>(count))
   {
-    for (int d = 0; d < count; ++d) { initial.emplace_back(100 + d); }
+    for (int d = 0; d < count; ++d) {
+      initial.emplace_back(100 + d);
+    }
   }
 
   auto factory()
@@ -314,11 +316,11 @@ TEST(PerDeviceResourceMap, SynchronousRefType)
 {
   fake_resource initial{1};
   fake_resource other{2};
-  rmm_next::per_device_resource_map<rmm_next::device_resource_ref> map{
-    [&](int) { return initial; }, 2};
+  rmm_next::per_device_resource_map<rmm_next::device_resource_ref> map{[&](int) { return initial; },
+                                                                       2};
   EXPECT_TRUE(allocates_from(map.get(1), initial));
-  EXPECT_TRUE(same(map.set(1, rmm_next::device_resource_ref{other}),
-                   rmm_next::device_resource_ref{initial}));
+  EXPECT_TRUE(
+    same(map.set(1, rmm_next::device_resource_ref{other}), rmm_next::device_resource_ref{initial}));
   EXPECT_TRUE(allocates_from(map.get(1), other));
   EXPECT_TRUE(same(map.reset(1), rmm_next::device_resource_ref{other}));
   EXPECT_TRUE(allocates_from(map.get(1), initial));
@@ -360,15 +362,19 @@ TEST(PerDeviceResourceMap, ConcurrentFirstUseCallsTheFactoryOnce)
       }
     });
   }
-  for (auto& th : threads) { th.join(); }
+  for (auto& th : threads) {
+    th.join();
+  }
   EXPECT_EQ(mismatches.load(), 0);
-  for (int d = 0; d < num_devices; ++d) { EXPECT_EQ(res.calls_per_device[d].load(), 1); }
+  for (int d = 0; d < num_devices; ++d) {
+    EXPECT_EQ(res.calls_per_device[d].load(), 1);
+  }
 }
 
 TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
 {
-  constexpr int num_readers      = 16;
-  constexpr int num_writers      = 2;
+  constexpr int num_readers       = 16;
+  constexpr int num_writers       = 2;
   constexpr int writes_per_thread = 2000;
   constexpr int min_reads         = 2000;
 
@@ -376,12 +382,15 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
   device_map map{res.factory(), num_devices};
   // Per writer, its own resources; every ref a reader may see is initial[d] or one of these.
   std::vector<fake_resource> set_resources;
-  for (int i = 0; i < num_writers * 3; ++i) { set_resources.emplace_back(i); }
+  for (int i = 0; i < num_writers * 3; ++i) {
+    set_resources.emplace_back(i);
+  }
 
   auto const allowed = [&](device_async_resource_ref const& r, int device) {
     if (same(r, device_async_resource_ref{res.initial[device]})) { return true; }
-    return std::any_of(set_resources.begin(), set_resources.end(),
-                       [&](fake_resource& s) { return same(r, device_async_resource_ref{s}); });
+    return std::any_of(set_resources.begin(), set_resources.end(), [&](fake_resource& s) {
+      return same(r, device_async_resource_ref{s});
+    });
   };
 
   std::atomic<int> writers_done{0};
@@ -422,12 +431,16 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
       reads.fetch_add(n);
     });
   }
-  for (auto& th : threads) { th.join(); }
+  for (auto& th : threads) {
+    th.join();
+  }
 
   EXPECT_EQ(unexpected.load(), 0);
   EXPECT_EQ(failed_allocations.load(), 0);
   EXPECT_GE(reads.load(), static_cast<long>(num_readers) * min_reads);
-  for (int d = 0; d < num_devices; ++d) { EXPECT_EQ(res.calls_per_device[d].load(), 1); }
+  for (int d = 0; d < num_devices; ++d) {
+    EXPECT_EQ(res.calls_per_device[d].load(), 1);
+  }
   // Every allocation made through any ref was freed through the same resource.
   long allocations = 0;
   long frees       = 0;

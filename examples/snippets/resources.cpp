@@ -4,6 +4,8 @@
  */
 // The code shown in docs/user_guide.md. Each block between "// [name]" and "// [name end]" is
 // quoted there verbatim (a test checks it), and this program runs them all on a GPU.
+#include "gpu_check.hpp"
+
 #include <rmm_next/rmm_next.hpp>
 
 #include <cuda_runtime_api.h>
@@ -11,8 +13,6 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 
 namespace {
 
@@ -124,13 +124,7 @@ void managed_location()
 
 int main()
 {
-  int devices{};
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    char const* require = std::getenv("RMM_NEXT_REQUIRE_GPU");
-    bool const required = require != nullptr && std::string{require} == "1";
-    std::printf("%s: no usable CUDA device\n", required ? "FAILED" : "SKIPPED");
-    return required ? 1 : 77;
-  }
+  rmm_next_test::require_devices();
   cudaStream_t stream{};
   RMM_NEXT_CUDA_TRY(cudaStreamCreate(&stream));
   cudaMemPoolProps props{};

@@ -54,10 +54,10 @@ concept shared_resource_for = !converts_to_ref<R, Ref> && is_shared_ptr<R> &&
  */
 template <class Factory, class Ref>
 concept initial_resource_factory =
-  std::copy_constructible<std::decay_t<Factory>> && std::invocable<std::decay_t<Factory>&, int> &&
-  (converts_to_ref<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
-   resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
-   shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
+  std::copy_constructible<std::decay_t<Factory>> && std::invocable < std::decay_t<Factory>
+&, int > &&(converts_to_ref<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
+            resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
+            shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
 
 }  // namespace detail
 
@@ -107,13 +107,15 @@ class per_device_resource_map {
    * @throws rmm_next::logic_error if `device_count` is negative.
    */
   template <class Factory>
-    requires detail::initial_resource_factory<Factory, Ref>
-  explicit per_device_resource_map(Factory&& factory, std::optional<int> device_count = std::nullopt)
+  requires detail::initial_resource_factory<Factory, Ref>
+  explicit per_device_resource_map(Factory&& factory,
+                                   std::optional<int> device_count = std::nullopt)
     : make_initial_{bind_factory(std::forward<Factory>(factory))}
   {
     if (device_count) {
-      RMM_NEXT_EXPECTS(*device_count >= 0, "per_device_resource_map: device_count " +
-                                             std::to_string(*device_count) + " is negative");
+      RMM_NEXT_EXPECTS(
+        *device_count >= 0,
+        "per_device_resource_map: device_count " + std::to_string(*device_count) + " is negative");
       allocate_slots(*device_count);
     }
   }
@@ -210,8 +212,10 @@ class per_device_resource_map {
         return node{Ref(f(device)), nullptr};
       } else if constexpr (detail::shared_resource_for<result, Ref>) {
         result owner = f(device);
-        RMM_NEXT_EXPECTS(owner != nullptr, "per_device_resource_map: the factory returned a null "
-                                           "shared_ptr for device " + std::to_string(device));
+        RMM_NEXT_EXPECTS(owner != nullptr,
+                         "per_device_resource_map: the factory returned a null "
+                         "shared_ptr for device " +
+                           std::to_string(device));
         return node{Ref(*owner), std::move(owner)};
       } else {
         auto owner = std::make_shared<result>(f(device));
@@ -241,8 +245,8 @@ class per_device_resource_map {
     if (int const count = device_count(); device < 0 || device >= count) {
       throw std::out_of_range{"rmm_next::per_device_resource_map: device id " +
                               std::to_string(device) + " is out of range [0, " +
-                              std::to_string(count) + "): the map serves " +
-                              std::to_string(count) + " device(s)"};
+                              std::to_string(count) + "): the map serves " + std::to_string(count) +
+                              " device(s)"};
     }
   }
 
@@ -264,7 +268,7 @@ class per_device_resource_map {
   mutable std::atomic<int> count_{-1};
   mutable std::unique_ptr<std::atomic<Ref const*>[]> slots_;  ///< the current ref per device
   mutable std::unique_ptr<Ref const*[]> initial_;  ///< the factory's ref per device, once made
-  mutable std::forward_list<node> nodes_;  ///< every ref that was ever current; kept
+  mutable std::forward_list<node> nodes_;          ///< every ref that was ever current; kept
 };
 
 }  // namespace rmm_next

@@ -56,13 +56,16 @@ class fake_resource {
     std::free(ptr);
   }
 
-  [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes,
+  [[nodiscard]] void* allocate(cuda::stream_ref,
+                               std::size_t bytes,
                                std::size_t alignment = default_alignment)
   {
     return allocate_sync(bytes, alignment);
   }
 
-  void deallocate(cuda::stream_ref, void* ptr, std::size_t bytes,
+  void deallocate(cuda::stream_ref,
+                  void* ptr,
+                  std::size_t bytes,
                   std::size_t alignment = default_alignment) noexcept
   {
     deallocate_sync(ptr, bytes, alignment);
@@ -81,7 +84,9 @@ class fake_resource {
   {
     return allocate_sync(bytes, alignment);
   }
-  void deallocate_async(void* ptr, std::size_t bytes, std::size_t alignment,
+  void deallocate_async(void* ptr,
+                        std::size_t bytes,
+                        std::size_t alignment,
                         cuda::stream_ref) noexcept
   {
     deallocate_sync(ptr, bytes, alignment);
@@ -101,15 +106,17 @@ class fake_resource {
 };
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<fake_resource, cuda::mr::device_accessible,
+static_assert(
+  cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
+static_assert(cuda::mr::synchronous_resource_with<fake_resource,
+                                                  cuda::mr::device_accessible,
                                                   cuda::mr::host_accessible>);
 #else
-static_assert(cuda::mr::async_resource_with<fake_resource, cuda::mr::device_accessible,
+static_assert(cuda::mr::async_resource_with<fake_resource,
+                                            cuda::mr::device_accessible,
                                             cuda::mr::host_accessible>);
-static_assert(cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
+static_assert(
+  cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
 #endif
 
 }  // namespace rmm_next::test

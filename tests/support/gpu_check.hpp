@@ -1,0 +1,40 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+// How gpu tests and examples run as tests treat a machine without a usable CUDA device: exit 77
+// (CTest's SKIP_RETURN_CODE) with a one-line reason, or fail when RMM_NEXT_REQUIRE_GPU=1.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace rmm_next_test {
+
+inline constexpr int skip_return_code = 77;
+
+/**
+ * @brief The number of usable devices; when there is none, prints the reason and exits 77
+ * (skipped), or 1 when RMM_NEXT_REQUIRE_GPU=1 asks for a device.
+ */
+inline int require_devices()
+{
+  int count{};
+  cudaError_t const status = cudaGetDeviceCount(&count);
+  if (status == cudaSuccess && count > 0) { return count; }
+  (void)cudaGetLastError();
+  char const* reason   = status != cudaSuccess ? cudaGetErrorString(status) : "0 devices";
+  char const* required = std::getenv("RMM_NEXT_REQUIRE_GPU");
+  if (required != nullptr && std::strcmp(required, "1") == 0) {
+    std::printf("FAILED: RMM_NEXT_REQUIRE_GPU=1 but no usable CUDA device (%s)\n", reason);
+    std::exit(EXIT_FAILURE);
+  }
+  std::printf("SKIPPED: no usable CUDA device (%s)\n", reason);
+  std::exit(skip_return_code);
+}
+
+}  // namespace rmm_next_test
