@@ -54,9 +54,21 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
 [[noreturn]] inline void throw_allocation_failure(memory_kind kind,
                                                   cudaError_t status,
                                                   std::size_t bytes,
-                                                  int device)
+                                                  int device,
+                                                  cudaStream_t stream = nullptr)
 {
   (void)cudaGetLastError();
+  cudaStreamCaptureStatus capture{cudaStreamCaptureStatusNone};
+  if (status == cudaErrorNotSupported && stream != nullptr &&
+      cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+      capture != cudaStreamCaptureStatusNone) {
+    // Graph allocation nodes hold device memory only: host and managed pools cannot be captured.
+    throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": allocating " +
+                          std::to_string(bytes) + " bytes during stream capture needs a device "
+                          "memory pool; the driver cannot capture allocations from this pool (" +
+                          cudaGetErrorName(status) + ")",
+                        status};
+  }
   std::string const where = kind == memory_kind::pinned
                               ? " bytes of pinned host memory (resource device "
                               : " bytes on device ";
@@ -120,7 +132,7 @@ class async_pool_resource {
     void* ptr{};
     if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream.get());
         s != cudaSuccess) {
-      throw_allocation_failure(Derived::kind, s, bytes, device_);
+      throw_allocation_failure(Derived::kind, s, bytes, device_, stream.get());
     }
     return ptr;
   }

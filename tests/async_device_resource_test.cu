@@ -1,0 +1,209 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// GPU tests of async_device_resource: the shared matrix (support/resource_test_matrix.hpp) and
+// what only device pools have: IPC export, hardware decompression, cudaMemSetMemPool, and the
+// release of an owned pool's device memory with its last copy.
+
+#include "support/resource_test_matrix.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace rmm_next::test {
+namespace {
+
+using resource = async_device_resource;
+
+INSTANTIATE_TYPED_TEST_SUITE_P(device, async_resource_matrix, ::testing::Types<resource>);
+
+// Device memory binds to device refs only.
+static_assert(std::is_constructible_v<device_async_resource_ref, resource&>);
+static_assert(std::is_constructible_v<device_resource_ref, resource&>);
+static_assert(!std::is_constructible_v<host_device_async_resource_ref, resource&>);
+static_assert(!std::is_constructible_v<host_resource_ref, resource&>);
+
+using async_device_resource_test = gpu_test;
+
+TEST_F(async_device_resource_test, DefaultPoolsAreTheDevicesPinnedTypePools)
+{
+  cudaMemPool_t current{};
+  cudaMemPool_t dflt{};
+  cudaMemLocation loc{cudaMemLocationTypeDevice, device_};
+  ASSERT_EQ(cudaMemGetMemPool(&current, &loc, cudaMemAllocationTypePinned), cudaSuccess);
+  ASSERT_EQ(cudaMemGetDefaultMemPool(&dflt, &loc, cudaMemAllocationTypePinned), cudaSuccess);
+  cudaMemPool_t device_current{};
+  ASSERT_EQ(cudaDeviceGetMemPool(&device_current, device_), cudaSuccess);
+  EXPECT_EQ(current, device_current);
+
+  resource const r;
+  EXPECT_EQ(r.pool_handle(), current);
+  EXPECT_EQ(r.device(), device_);
+  resource const d{default_pool{}};
+  EXPECT_EQ(d.pool_handle(), dflt);
+  resource const e{device_};
+  EXPECT_EQ(e.pool_handle(), current);
+  EXPECT_EQ(e.device(), device_);
+}
+
+TEST_F(async_device_resource_test, HonoursCudaMemSetMemPool)
+{
+  cudaMemLocation loc{cudaMemLocationTypeDevice, device_};
+  cudaMemPool_t const original = current_pool_handle<resource>(device_);
+  cudaMemPool_t const dflt     = default_pool_handle<resource>(device_);
+  cudaMemPool_t const mine     = make_test_pool<resource>(device_);
+  ASSERT_NE(mine, nullptr);
+  ASSERT_EQ(cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, mine), cudaSuccess);
+  struct restore {
+    cudaMemLocation loc;
+    cudaMemPool_t original;
+    cudaMemPool_t mine;
+    ~restore()
+    {
+      EXPECT_EQ(cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, original), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(cudaMemPoolDestroy(mine), cudaSuccess);
+    }
+  } const guard{loc, original, mine};
+
+  resource const r;
+  EXPECT_EQ(r.pool_handle(), mine) << "default construction follows cudaMemSetMemPool";
+  resource const d{default_pool{}};
+  EXPECT_EQ(d.pool_handle(), dflt) << "default_pool ignores cudaMemSetMemPool";
+  EXPECT_FALSE(r == d);
+  // The adopted pool had the driver's threshold 0: raised.
+  EXPECT_EQ(r.statistics().release_threshold, UINT64_MAX);
+
+  resource alloc = r;
+  void* ptr      = alloc.allocate(stream_, MiB);
+  ASSERT_NE(ptr, nullptr);
+  expect_usable<resource>(ptr, MiB, 3, stream_);
+  alloc.deallocate(stream_, ptr, MiB);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+}
+
+TEST_F(async_device_resource_test, OwnedPoolReleasesItsDeviceMemoryWithTheLastCopy)
+{
+  constexpr std::size_t reserve = GiB;
+  constexpr std::size_t slack   = 256 * MiB;  // other reservations, rounding
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t free_before{};
+  std::size_t total{};
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+
+  std::optional<resource> original{std::in_place, pool_options{.initial_pool_size = reserve}};
+  std::size_t free_with_pool{};
+  ASSERT_EQ(cudaMemGetInfo(&free_with_pool, &total), cudaSuccess);
+  EXPECT_LE(free_with_pool + reserve - slack, free_before)
+    << "initial_pool_size did not reserve device memory";
+
+  std::optional<resource> copy{*original};
+  original.reset();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t free_with_copy{};
+  ASSERT_EQ(cudaMemGetInfo(&free_with_copy, &total), cudaSuccess);
+  EXPECT_LE(free_with_copy + reserve - slack, free_before)
+    << "the pool was released while a copy still held it";
+  void* ptr = copy->allocate(stream_, 64 * MiB);
+  ASSERT_NE(ptr, nullptr);
+  expect_usable<resource>(ptr, 64 * MiB, 8, stream_);
+  copy->deallocate(stream_, ptr, 64 * MiB);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+
+  copy.reset();  // the last copy: the pool is destroyed and its memory released
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t free_after{};
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_GE(free_after + slack, free_before) << "the owned pool's memory was not released";
+}
+
+TEST_F(async_device_resource_test, ViewOfADevicePoolIsNotTrimmedOrDestroyed)
+{
+  cudaMemPool_t const pool = make_test_pool<resource>(device_);
+  ASSERT_NE(pool, nullptr);
+  std::uint64_t keep = 64 * MiB;
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), cudaSuccess);
+  {
+    resource view{pool};
+    EXPECT_EQ(view.statistics().release_threshold, keep) << "a view's attributes are the owner's";
+    void* ptr = view.allocate_sync(32 * MiB);
+    ASSERT_NE(ptr, nullptr);
+    view.deallocate_sync(ptr, 32 * MiB);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::uint64_t reserved{};
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+            cudaSuccess);
+  EXPECT_GE(reserved, 32 * MiB) << "below its threshold the pool keeps what it reserved";
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+}
+
+TEST_F(async_device_resource_test, IpcExportablePoolOrNotSupported)
+{
+  try {
+    resource r{pool_options{.export_handle_type = allocation_handle_type::posix_file_descriptor}};
+    int fd = -1;
+    ASSERT_EQ(cudaMemPoolExportToShareableHandle(
+                &fd, r.pool_handle(), cudaMemHandleTypePosixFileDescriptor, 0),
+              cudaSuccess);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) { EXPECT_EQ(::close(fd), 0); }
+
+    void* ptr = r.allocate_sync(2 * MiB);
+    ASSERT_NE(ptr, nullptr);
+    cudaMemPoolPtrExportData exported{};
+    EXPECT_EQ(cudaMemPoolExportPointer(&exported, ptr), cudaSuccess);
+    expect_usable<resource>(ptr, 2 * MiB, 12, stream_);
+    r.deallocate_sync(ptr, 2 * MiB);
+    note("IPC (POSIX file descriptor) export pool created and exported");
+  } catch (not_supported const& e) {
+    note(std::string{"IPC export not supported: "} + e.what());
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(async_device_resource_test, HardwareDecompressPoolOrNotSupported)
+{
+  try {
+    resource r{pool_options{.hardware_decompress = true}};
+    void* ptr = r.allocate(stream_, MiB);
+    ASSERT_NE(ptr, nullptr);
+    expect_usable<resource>(ptr, MiB, 13, stream_);
+    r.deallocate(stream_, ptr, MiB);
+    note("hardware-decompress pool created");
+  } catch (not_supported const& e) {
+    note(std::string{"hardware-decompress pool not supported: "} + e.what());
+    EXPECT_TRUE(contains(e.what(), "decompress")) << e.what();
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(async_device_resource_test, OwnedPoolAtAnExplicitLocation)
+{
+  resource r{pool_options{.location = cudaMemLocation{cudaMemLocationTypeDevice, device_}},
+             device_};
+  EXPECT_EQ(r.device(), device_);
+  void* ptr = r.allocate(stream_, MiB);
+  ASSERT_NE(ptr, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  expect_memory_kind<resource>(ptr, device_);
+  r.deallocate(stream_, ptr, MiB);
+}
+
+}  // namespace
+}  // namespace rmm_next::test
