@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+#
+# Runs every rmm-next benchmark on the current GPU and turns the results into benchmarks.md and
+# benchmarks.png.
+#
+# Usage: benchmarks/run_all.sh BENCH_DIR OUT_DIR [DOCS_DIR]
+#   BENCH_DIR  where the *_bench programs were built (e.g. build/default/benchmarks)
+#   OUT_DIR    gets <name>.json and <name>.log per benchmark, and context.json (GPU, driver, CUDA
+#              version, date)
+#   DOCS_DIR   where scripts/bench_report.py writes benchmarks.md and benchmarks.png
+#              (default: the repository's docs/)
+# Environment:
+#   RMM_NEXT_BENCH_REPETITIONS  repetitions of each benchmark (default 5)
+#   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
+#   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
+# About one to two minutes with the defaults. Exits non-zero when a benchmark or the report
+# failed; the report is made from whatever did run (a program that failed leaves no JSON).
+set -uo pipefail
+
+if [[ $# -lt 2 || $# -gt 3 ]]; then
+  sed -n '8,19p' "$0" >&2
+  exit 64
+fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bench_dir=$(cd "$1" && pwd) || exit 1
+mkdir -p "$2" || exit 1
+out_dir=$(cd "$2" && pwd)
+docs_dir=${3:-$root/docs}
+repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
+export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
+filter=${RMM_NEXT_BENCH_FILTER:-.}
+benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map)
+
+# ---- Context: GPU, driver, CUDA version, date ---------------------------------------------------
+gpu_csv=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
+smi_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
+nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)
+GPU_CSV=$gpu_csv SMI_CUDA=$smi_cuda NVCC_VERSION=$nvcc_version COMMIT=$commit \
+REPETITIONS=$repetitions python3 - "$out_dir/context.json" <<'EOF' || exit 1
+import datetime, json, os, sys
+name, _, driver = os.environ["GPU_CSV"].partition(",")
+ctx = {
+    "gpu_name": name.strip() or "unknown (nvidia-smi gave nothing)",
+    "driver_version": driver.strip() or "unknown",
+    "cuda_version": os.environ["NVCC_VERSION"] or os.environ["SMI_CUDA"] or "unknown",
+    "driver_cuda_version": os.environ["SMI_CUDA"] or "unknown",
+    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    "repetitions": int(os.environ["REPETITIONS"]),
+    "min_time": float(os.environ["RMM_NEXT_BENCH_MIN_TIME"]),
+    "git_commit": os.environ["COMMIT"],
+}
+with open(sys.argv[1], "w") as f:
+    json.dump(ctx, f, indent=2)
+print("context:", json.dumps(ctx))
+EOF
+
+# ---- Benchmarks --------------------------------------------------------------------------------
+status=0
+start=$SECONDS
+for name in "${benchmarks[@]}"; do
+  exe=$bench_dir/${name}_bench
+  if [[ ! -x $exe ]]; then
+    echo "skip $name: $exe not built"
+    continue
+  fi
+  echo "== $name"
+  t0=$SECONDS
+  "$exe" --benchmark_out="$out_dir/$name.json" --benchmark_out_format=json \
+    --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
+    --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
+    >"$out_dir/$name.log" 2>&1
+  rc=$?
+  grep -E '_median|ERROR|needs a CUDA device|note:' "$out_dir/$name.log"
+  echo "== $name: exit $rc after $((SECONDS - t0)) s"
+  if [[ $rc -ne 0 ]]; then
+    status=1
+    rm -f "$out_dir/$name.json"  # never report a run that failed
+  fi
+done
+echo "benchmarks took $((SECONDS - start)) s"
+
+# ---- Report ------------------------------------------------------------------------------------
+results=$(find "$out_dir" -maxdepth 1 -name '*.json' ! -name context.json | wc -l)
+if [[ $results -gt 0 ]]; then
+  python3 "$root/scripts/bench_report.py" --results "$out_dir" --docs "$docs_dir" || status=1
+else
+  echo "no results; no report written"
+  status=1
+fi
+exit $status

@@ -1,0 +1,242 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+// Helpers shared by rmm-next's benchmarks: deferred registration (benchmarks that touch CUDA are
+// registered only after support/bench_main.cpp has found a device), streams, the three resources
+// and the raw pool calls they are compared with.
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_managed_resource.hpp>
+#include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#if __has_include(<rmm_next/per_device_resource.hpp>)
+#include <rmm_next/per_device_resource.hpp>
+#define RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE 1
+#else
+#define RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE 0
+#endif
+
+namespace rmm_next_bench {
+
+// ---- Deferred registration ---------------------------------------------------------------------
+
+/** @brief A function that registers benchmarks; it may use CUDA. */
+using registration = void (*)();
+
+/** @brief The registrations to run once a device has been found. */
+inline std::vector<registration>& registrations()
+{
+  static std::vector<registration> list;
+  return list;
+}
+
+/**
+ * @brief Queues `fn` (at static initialization) to run from main() after the device check.
+ *
+ * Usage, at namespace scope: `rmm_next_bench::register_at_start const reg{&register_all};`
+ */
+struct register_at_start {
+  explicit register_at_start(registration fn) { registrations().push_back(fn); }
+};
+
+// ---- Settings -----------------------------------------------------------------------------------
+
+/** @brief Per-repetition minimum time: `RMM_NEXT_BENCH_MIN_TIME` seconds, default 0.05. */
+inline double min_time()
+{
+  static double const value = [] {
+    char const* env = std::getenv("RMM_NEXT_BENCH_MIN_TIME");
+    double const v  = env != nullptr ? std::atof(env) : 0.0;
+    return v > 0.0 ? v : 0.05;
+  }();
+  return value;
+}
+
+/** @brief Alloc+free pairs between two stream synchronizations, the same for every variant. */
+inline constexpr std::size_t pairs_per_sync = 4096;
+
+/** @brief The allocation sizes of the latency benchmarks: 256 B, 64 KiB, 1 MiB. */
+inline std::vector<std::size_t> const& latency_sizes()
+{
+  static std::vector<std::size_t> const sizes{256, std::size_t{64} << 10, std::size_t{1} << 20};
+  return sizes;
+}
+
+// ---- CUDA helpers ------------------------------------------------------------------------------
+
+/** @brief Throws `rmm_next::cuda_error` naming `what` when `status` is not success. */
+inline void check(cudaError_t status, char const* what)
+{
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw rmm_next::cuda_error{status,
+                               std::string{what} + " failed: " + cudaGetErrorName(status) + " (" +
+                                 cudaGetErrorString(status) + ")"};
+  }
+}
+
+/** @brief An owned non-blocking stream. */
+class stream {
+ public:
+  stream()
+  {
+    check(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  stream(stream const&)            = delete;
+  stream& operator=(stream const&) = delete;
+  ~stream() { (void)cudaStreamDestroy(handle_); }
+
+  [[nodiscard]] cudaStream_t get() const noexcept { return handle_; }
+  void synchronize() const { check(cudaStreamSynchronize(handle_), "cudaStreamSynchronize"); }
+
+ private:
+  cudaStream_t handle_{};
+};
+
+/** @brief The most threads a benchmark runs with. */
+inline constexpr int max_threads = 16;
+
+/**
+ * @brief The stream of benchmark thread `thread_index` (< max_threads), made once per process.
+ * Destroyed at exit, before the CUDA runtime's own teardown (they are made after it starts).
+ */
+inline cudaStream_t thread_stream(int thread_index)
+{
+  static std::vector<stream> const streams(max_threads);
+  return streams.at(static_cast<std::size_t>(thread_index)).get();
+}
+
+// ---- The resources under test -------------------------------------------------------------------
+
+/** @brief What the benchmarks need to know about a resource type. */
+template <class Resource>
+struct resource_traits;
+
+template <>
+struct resource_traits<rmm_next::async_device_resource> {
+  static constexpr char const* name = "device";
+  using ref                         = rmm_next::device_async_resource_ref;
+};
+
+template <>
+struct resource_traits<rmm_next::async_managed_resource> {
+  static constexpr char const* name = "managed";
+  using ref                         = rmm_next::host_device_async_resource_ref;
+};
+
+template <>
+struct resource_traits<rmm_next::async_pinned_resource> {
+  static constexpr char const* name = "pinned";
+  using ref                         = rmm_next::host_device_async_resource_ref;
+};
+
+/**
+ * @brief The process's default-constructed resource of type `Resource` (the current pool), or
+ * nullptr with a note on stderr when the device or runtime lacks it.
+ */
+template <class Resource>
+Resource* shared_resource()
+{
+  static std::optional<Resource> holder = []() -> std::optional<Resource> {
+    try {
+      return Resource{};
+    } catch (std::exception const& e) {  // not_supported, or a driver that refuses the pool
+      std::fprintf(
+        stderr, "note: %s benchmarks skipped: %s\n", resource_traits<Resource>::name, e.what());
+      return std::nullopt;
+    }
+  }();
+  return holder ? &*holder : nullptr;
+}
+
+/** @brief Calls `fn.template operator()<Resource>(resource)` for each resource this device has. */
+template <class Fn>
+void for_each_resource(Fn&& fn)
+{
+  if (auto* r = shared_resource<rmm_next::async_device_resource>()) { fn(*r); }
+  if (auto* r = shared_resource<rmm_next::async_managed_resource>()) { fn(*r); }
+  if (auto* r = shared_resource<rmm_next::async_pinned_resource>()) { fn(*r); }
+}
+
+/** @brief One raw `cudaMallocFromPoolAsync` + `cudaFreeAsync` pair on `pool`. */
+inline cudaError_t raw_pair(cudaMemPool_t pool, std::size_t bytes, cudaStream_t stream)
+{
+  void* ptr{};
+  if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool, stream); s != cudaSuccess) {
+    return s;
+  }
+  benchmark::DoNotOptimize(ptr);
+  return cudaFreeAsync(ptr, stream);
+}
+
+/** @brief One stream-ordered allocate + deallocate pair through `r` (a resource or a ref). */
+template <class ResourceOrRef>
+void wrapped_pair(ResourceOrRef& r, std::size_t bytes, cudaStream_t stream)
+{
+  void* ptr = r.allocate(cuda::stream_ref{stream}, bytes, rmm_next::default_alignment);
+  benchmark::DoNotOptimize(ptr);
+  r.deallocate(cuda::stream_ref{stream}, ptr, bytes, rmm_next::default_alignment);
+}
+
+#if RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE
+/** @brief Makes `resource` the current device resource while it lives, then restores the old. */
+class scoped_current_resource {
+ public:
+  template <class Resource>
+  explicit scoped_current_resource(Resource& resource)
+    : previous_{
+        rmm_next::set_current_device_resource_ref(rmm_next::device_async_resource_ref{resource})}
+  {
+  }
+  scoped_current_resource(scoped_current_resource const&)            = delete;
+  scoped_current_resource& operator=(scoped_current_resource const&) = delete;
+  ~scoped_current_resource() { (void)rmm_next::set_current_device_resource_ref(previous_); }
+
+ private:
+  rmm_next::device_async_resource_ref previous_;
+};
+#endif
+
+// ---- Statistics ---------------------------------------------------------------------------------
+
+/** @brief The median of `values` (which it reorders); 0 when empty. */
+inline double median(std::vector<double>& values)
+{
+  if (values.empty()) { return 0.0; }
+  auto const mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  if (values.size() % 2 == 1) { return *mid; }
+  double const upper = *mid;
+  double const lower = *std::max_element(values.begin(), mid);
+  return (lower + upper) / 2.0;
+}
+
+/** @brief Runs `body`; an exception skips the benchmark with its message instead of aborting. */
+template <class Body>
+void guarded(benchmark::State& state, Body&& body)
+{
+  try {
+    body();
+  } catch (std::exception const& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+}  // namespace rmm_next_bench
