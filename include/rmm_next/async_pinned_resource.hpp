@@ -49,7 +49,7 @@ class async_pinned_resource : public detail::async_pool_resource<async_pinned_re
   async_pinned_resource(Source const& source,
                         std::optional<int> device,
                         std::vector<int> const& accessible_devices)
-    : base(base::bind_source(source, device, accessible_devices))
+    : base(base::bind_source(source, device, &accessible_devices))
   {
   }
 

@@ -64,9 +64,12 @@ struct resource_traits<async_device_resource> {
   static constexpr cudaMemAllocationType allocation_type = cudaMemAllocationTypePinned;
   /// Whether the host may dereference the memory.
   static constexpr bool host_accessible = false;
-  /// Whether allocating inside stream capture must work (graph memory nodes of device memory
-  /// are documented; for managed and host memory a typed error is accepted).
-  static constexpr bool capture_must_succeed = true;
+  /// Whether allocating inside stream capture works (else it must throw not_supported: the
+  /// CUDA 13.0 driver cannot capture allocations from host-located pools).
+  static constexpr bool capture_works = true;
+  /// Whether an owned pool honours pool_options::maximum_pool_size (else construction must throw
+  /// not_supported: the CUDA 13.0 driver rejects maxSize for managed pools).
+  static constexpr bool bounded_pools = true;
   /// Location of the current/default pool of the resource for `device`.
   static cudaMemLocation location(int device) { return {cudaMemLocationTypeDevice, device}; }
 };
@@ -76,7 +79,8 @@ struct resource_traits<async_managed_resource> {
   static constexpr cudaMemoryType memory_type            = cudaMemoryTypeManaged;
   static constexpr cudaMemAllocationType allocation_type = cudaMemAllocationTypeManaged;
   static constexpr bool host_accessible                  = true;
-  static constexpr bool capture_must_succeed             = false;
+  static constexpr bool capture_works                    = true;
+  static constexpr bool bounded_pools                    = false;
   static cudaMemLocation location(int device) { return {cudaMemLocationTypeDevice, device}; }
 };
 
@@ -85,7 +89,8 @@ struct resource_traits<async_pinned_resource> {
   static constexpr cudaMemoryType memory_type            = cudaMemoryTypeHost;
   static constexpr cudaMemAllocationType allocation_type = cudaMemAllocationTypePinned;
   static constexpr bool host_accessible                  = true;
-  static constexpr bool capture_must_succeed             = false;
+  static constexpr bool capture_works                    = false;
+  static constexpr bool bounded_pools                    = true;
   static cudaMemLocation location(int) { return {cudaMemLocationTypeHost, 0}; }
 };
 
@@ -862,6 +867,16 @@ TYPED_TEST_P(async_resource_matrix, OwnedPoolOptions)
 TYPED_TEST_P(async_resource_matrix, MaximumPoolSizeBoundsThePool)
 {
   constexpr std::size_t maximum = 64 * MiB;
+  if constexpr (!resource_traits<TypeParam>::bounded_pools) {
+    try {
+      TypeParam unbounded{pool_options{.maximum_pool_size = maximum}};
+      ADD_FAILURE() << "an owned pool with maximum_pool_size was expected to be refused";
+    } catch (not_supported const& e) {
+      EXPECT_TRUE(contains(e.what(), "maximum_pool_size")) << e.what();
+    }
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    return;
+  }
   TypeParam r{pool_options{.maximum_pool_size = maximum}};
   void* held = r.allocate_sync(32 * MiB);
   ASSERT_NE(held, nullptr);
@@ -1047,13 +1062,14 @@ TYPED_TEST_P(async_resource_matrix, AllocatesInsideStreamCapture)
 
   cudaGraph_t graph{};
   cudaGraphExec_t exec{};
-  // Where managed or host memory cannot be captured, a typed error is an accepted outcome.
+  // Where the driver cannot capture the allocation, the resource must say so with a typed error.
   auto rejected = [&](char const* stage, std::string const& what) {
     (void)cudaGetLastError();
     std::string const msg = std::string{"stream capture rejected at "} + stage + ": " + what;
-    if constexpr (traits::capture_must_succeed) {
+    if constexpr (traits::capture_works) {
       ADD_FAILURE() << msg;
     } else {
+      EXPECT_EQ(std::string{stage}, "allocate (a typed rmm_next error)") << msg;
       note(msg);
     }
   };
@@ -1101,7 +1117,7 @@ TYPED_TEST_P(async_resource_matrix, AllocatesInsideStreamCapture)
       }
       EXPECT_EQ(bad, 0U);
     }
-    if constexpr (!traits::capture_must_succeed) { note("stream capture of the allocation works"); }
+    if constexpr (!traits::capture_works) { ADD_FAILURE() << "capture was expected to be refused"; }
   }
   if (exec != nullptr) { EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess); }
   if (graph != nullptr) { EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess); }

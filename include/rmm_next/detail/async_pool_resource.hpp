@@ -62,7 +62,7 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
   if (status == cudaErrorNotSupported && stream != nullptr &&
       cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
       capture != cudaStreamCaptureStatusNone) {
-    // Graph allocation nodes hold device memory only: host and managed pools cannot be captured.
+    // Graph memory nodes cannot come from host-located pools.
     throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": allocating " +
                           std::to_string(bytes) + " bytes during stream capture needs a device "
                           "memory pool; the driver cannot capture allocations from this pool (" +
@@ -113,7 +113,7 @@ class async_pool_resource {
   template <class Source>
     requires is_pool_source<Source>
   explicit async_pool_resource(Source const& source, std::optional<int> device = std::nullopt)
-    : async_pool_resource(bind_source(source, device, std::nullopt))
+    : async_pool_resource(bind_source(source, device, nullptr))
   {
   }
 
@@ -252,11 +252,14 @@ class async_pool_resource {
   {
   }
 
-  /** @brief Resolves the device, checks support and binds the pool `source` names. */
+  /**
+   * @brief Resolves the device, checks support and binds the pool `source` names. Pinned pools
+   * get device access for `accessible_devices` (every visible device when null).
+   */
   template <class Source>
   static pool_binding bind_source(Source const& source,
                                   std::optional<int> device,
-                                  std::optional<std::vector<int>> const& accessible_devices)
+                                  std::vector<int> const* accessible_devices)
   {
     int const id         = resolve_device(Derived::kind, device);
     pool_binding binding = acquire_pool(Derived::kind, id, source);

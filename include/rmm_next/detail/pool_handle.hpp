@@ -198,13 +198,13 @@ inline cudaMemAllocationType allocation_type(memory_kind) noexcept
 #endif
 
 /**
- * @brief Grants kernels on `devices` (default: every visible device) read-write access to a
+ * @brief Grants kernels on `devices` (null: every visible device) read-write access to a
  * host-located pool, which starts host-only.
  */
-inline void grant_device_access(cudaMemPool_t pool, std::optional<std::vector<int>> const& devices)
+inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devices)
 {
   std::vector<int> ids;
-  if (devices) {
+  if (devices != nullptr) {
     for (int const d : *devices) { ids.push_back(checked_device(d)); }
   } else {
     int const count = device_count();
@@ -327,6 +327,15 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
 
   cudaMemPool_t pool{};
   if (cudaError_t const s = cudaMemPoolCreate(&pool, &props); s != cudaSuccess) {
+    if (kind == memory_kind::managed && opts.maximum_pool_size && s == cudaErrorInvalidValue) {
+      (void)cudaGetLastError();
+      throw not_supported{std::string{"rmm_next::"} + resource_name(kind) +
+                            ": maximum_pool_size needs a driver that bounds managed pools; "
+                            "cudaMemPoolCreate with maxSize " +
+                            std::to_string(*opts.maximum_pool_size) + " on device " +
+                            std::to_string(device) + " returned " + cudaGetErrorName(s),
+                          s};
+    }
     if (opts.hardware_decompress && (s == cudaErrorNotSupported || s == cudaErrorInvalidValue)) {
       (void)cudaGetLastError();
       throw not_supported{std::string{"rmm_next::"} + resource_name(kind) +
