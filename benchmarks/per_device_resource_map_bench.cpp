@@ -13,8 +13,9 @@
 // threads) and mutex_map_over_map (how many times longer a baseline read takes).
 //
 // get_current_device_resource_ref/threads:<n> (needs a GPU): the legacy free function, whose one
-// CUDA call is cudaGetDevice; beside it get_per_device_resource_ref(device) (no CUDA call) and a
-// bare cudaGetDevice.
+// CUDA call is cudaGetDevice; beside it mutex_map_get_current (what RMM does: cudaGetDevice and a
+// mutex-guarded std::map lookup), get_per_device_resource_ref(device) (no CUDA call) and a bare
+// cudaGetDevice.
 
 #include "../tests/support/fake_resource.hpp"
 #include "support/bench_support.hpp"
@@ -154,6 +155,19 @@ void get_per_device_resource_ref(benchmark::State& state)
   });
 }
 
+/** What RMM's get_current_device_resource_ref does: cudaGetDevice, then a mutex-guarded lookup. */
+void mutex_map_get_current(benchmark::State& state)
+{
+  auto& t = targets();
+  for (auto _ : state) {
+    int device{};
+    benchmark::DoNotOptimize(cudaGetDevice(&device));
+    std::lock_guard lock{t.mutex};
+    auto ref = t.baseline.find(device % map_devices)->second;
+    benchmark::DoNotOptimize(ref);
+  }
+}
+
 void bare_cuda_get_device(benchmark::State& state)
 {
   for (auto _ : state) {
@@ -168,9 +182,10 @@ void register_gpu_benchmarks()
   for (auto* b :
        {benchmark::RegisterBenchmark("get_current_device_resource_ref",
                                      get_current_device_resource_ref),
+        benchmark::RegisterBenchmark("mutex_map_get_current", mutex_map_get_current),
         benchmark::RegisterBenchmark("get_per_device_resource_ref", get_per_device_resource_ref),
         benchmark::RegisterBenchmark("cudaGetDevice", bare_cuda_get_device)}) {
-    b->Threads(1)->Threads(16)->UseRealTime()->MinTime(rmm_next_bench::min_time());
+    b->Threads(1)->Threads(4)->Threads(16)->UseRealTime()->MinTime(rmm_next_bench::min_time());
   }
 }
 
