@@ -1,0 +1,145 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/allocator_base.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <thrust/device_ptr.h>
+#include <thrust/device_reference.h>
+#include <thrust/system/cuda/execution_policy.h>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace rmm_next {
+
+/**
+ * @brief A stream-ordered allocator for Thrust containers: `thrust::device_vector<T,
+ * thrust_allocator<T>>` allocates and frees its memory on one stream, from a resource ref.
+ *
+ * `allocate(n)` is `resource.allocate(stream, n * sizeof(T), alignof(T))` and `deallocate` frees
+ * on the same stream, so a vector's memory is ordered after earlier work on the stream and
+ * returned once the stream reaches the vector's destruction, without synchronizing the device.
+ *
+ * The container also initializes, copies and destroys its elements on that stream: the allocator
+ * is Thrust's execution policy for them (`system()`, which is `thrust::cuda::par.on(stream)`), so
+ * that memory allocated on `stream` is never touched by work on another stream first. Like every
+ * `thrust::cuda::par` algorithm these wait for the stream before returning. Run your own
+ * algorithms on the vector with `thrust::cuda::par.on(alloc.stream())` (or `par_nosync`) too.
+ *
+ * The ref does not own the resource: the resource must outlive the allocator and every container
+ * using it. Two allocators compare equal when they use the same resource and the same stream.
+ * Containers take the allocator with them on copy and move assignment and on swap, so memory is
+ * always freed by the resource and on the stream it was allocated with.
+ *
+ * Needs nvcc to instantiate Thrust containers; the header itself compiles with any C++20
+ * compiler.
+ *
+ * @tparam T The element type; `alignof(T)` at most 256.
+ */
+template <class T>
+class thrust_allocator : public detail::allocator_base<T> {
+ public:
+  using pointer         = thrust::device_ptr<T>;
+  using const_pointer   = thrust::device_ptr<T const>;
+  using reference       = thrust::device_reference<T>;
+  using const_reference = thrust::device_reference<T const>;
+  /** @brief The execution policy a container runs its element construction and copies with. */
+  using system_type = decltype(thrust::cuda::par.on(cudaStream_t{}));
+
+  /** @brief The same allocator for elements of type `U`. */
+  template <class U>
+  struct rebind {
+    using other = thrust_allocator<U>;
+  };
+
+  /**
+   * @brief Allocates on the default stream from the current device's process-wide resource
+   * (`get_current_device_resource_ref()`), as RMM's `thrust_allocator` does.
+   * @throws cuda_error if no usable CUDA driver or device exists.
+   */
+  thrust_allocator() : thrust_allocator(cuda::stream_ref{cudaStream_t{}}) {}
+
+  /**
+   * @brief Allocates on `stream` from the current device's process-wide resource
+   * (`get_current_device_resource_ref()`).
+   * @throws cuda_error if no usable CUDA driver or device exists.
+   */
+  explicit thrust_allocator(cuda::stream_ref stream)
+    : thrust_allocator(stream, get_current_device_resource_ref())
+  {
+  }
+
+  /** @brief Allocates on `stream` from `resource`, which must outlive the allocator. */
+  thrust_allocator(cuda::stream_ref stream, device_async_resource_ref resource) noexcept
+    : resource_{resource}, stream_{stream}, policy_{thrust::cuda::par.on(stream.get())}
+  {
+  }
+
+  /** @brief Copies use the same stream and resource; moves copy (a moved-from allocator stays
+   * usable). */
+  thrust_allocator(thrust_allocator const&) noexcept            = default;
+  thrust_allocator& operator=(thrust_allocator const&) noexcept = default;
+
+  /** @brief The same stream and resource as `other` (the rebind conversion). */
+  template <class U>
+  thrust_allocator(
+    thrust_allocator<U> const& other) noexcept  // NOLINT(google-explicit-constructor)
+    : thrust_allocator(other.stream(), other.resource())
+  {
+  }
+
+  /**
+   * @brief Allocates memory for `n` objects of type `T` in the order of `stream()`.
+   * @return A null pointer when `n` is 0.
+   * @throws std::bad_array_new_length if `n * sizeof(T)` overflows.
+   * @throws what the resource throws (`bad_alloc`, `out_of_memory`, ...).
+   */
+  [[nodiscard]] pointer allocate(std::size_t n)
+  {
+    return pointer{
+      static_cast<T*>(resource_.allocate(stream_, detail::array_bytes<T>(n), alignof(T)))};
+  }
+
+  /** @brief Frees `ptr` (from `allocate(n)` of an equal allocator) in the order of `stream()`. */
+  void deallocate(pointer ptr, std::size_t n) noexcept
+  {
+    resource_.deallocate(stream_, ptr.get(), n * sizeof(T), alignof(T));
+  }
+
+  /** @brief The largest `n` that `allocate(n)` accepts. */
+  [[nodiscard]] constexpr std::size_t max_size() const noexcept
+  {
+    return detail::max_array_size<T>;
+  }
+
+  /** @brief The stream memory is allocated and freed on. */
+  [[nodiscard]] cuda::stream_ref stream() const noexcept { return stream_; }
+
+  /** @brief The resource memory comes from. */
+  [[nodiscard]] device_async_resource_ref resource() const noexcept { return resource_; }
+
+  /** @brief Thrust's execution policy for the container's own element work: `stream()`. */
+  [[nodiscard]] system_type& system() noexcept { return policy_; }
+
+  /** @brief True when both use the same resource and the same stream. */
+  template <class U>
+  [[nodiscard]] bool operator==(thrust_allocator<U> const& other) const noexcept
+  {
+    return resource_ == other.resource() && stream_ == other.stream();
+  }
+
+ private:
+  device_async_resource_ref resource_;
+  cuda::stream_ref stream_;
+  system_type policy_;
+};
+
+}  // namespace rmm_next
