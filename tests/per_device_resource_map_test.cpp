@@ -30,6 +30,7 @@
 namespace {
 
 using rmm_next::device_async_resource_ref;
+using rmm_next::test::allocates_from;
 using rmm_next::test::fake_resource;
 using device_map = rmm_next::per_device_resource_map<device_async_resource_ref>;
 
@@ -62,17 +63,6 @@ template <class Ref>
 bool same(Ref const& lhs, Ref const& rhs)
 {
   return lhs == rhs;
-}
-
-/** Allocates and frees through `ref`; true when `owner` counted both. */
-template <class Ref>
-bool allocates_from(Ref ref, fake_resource const& owner)
-{
-  long const before = owner.allocations();
-  void* ptr         = ref.allocate_sync(64, 64);
-  bool const ok     = ptr != nullptr && owner.allocations() == before + 1;
-  ref.deallocate_sync(ptr, 64, 64);
-  return ok;
 }
 
 /** Runs `f`, expects std::out_of_range whose message names `device` and `count`. */

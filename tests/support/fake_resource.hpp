@@ -119,4 +119,16 @@ static_assert(
   cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
 #endif
 
+/** @brief Allocates and frees 64 bytes through `ref`; true when `owner` counted both. */
+template <class Ref>
+bool allocates_from(Ref ref, fake_resource const& owner)
+{
+  long const allocations   = owner.allocations();
+  long const deallocations = owner.deallocations();
+  void* ptr                = ref.allocate_sync(64, 64);
+  bool const allocated     = ptr != nullptr && owner.allocations() == allocations + 1;
+  ref.deallocate_sync(ptr, 64, 64);
+  return allocated && owner.deallocations() == deallocations + 1;
+}
+
 }  // namespace rmm_next::test
