@@ -31,7 +31,8 @@ docs_dir=${3:-$root/docs}
 repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
-benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map)
+benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
+            nvtx)
 
 # ---- Context: GPU, driver, CUDA version, date ---------------------------------------------------
 gpu_csv=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)

@@ -305,6 +305,29 @@ def sync_section(res: Results) -> list[str]:
     return out + [""]
 
 
+def nvtx_section(res: Results, target: float) -> list[str]:
+    out = intro(
+        "NVTX annotations without a tool",
+        "Stream-ordered allocate + deallocate pairs through `async_device_resource`, compiled with "
+        "the NVTX ranges and memory regions (the default) and without them "
+        "(`RMM_NEXT_DISABLE_NVTX`), in one program, no profiler attached. Blocks of pairs of "
+        "each kind alternate inside one run; the ratio is that of the two medians over blocks.",
+    )
+    rows = []
+    for (tokens, threads), row in sorted(res.rows.items()):
+        if not tokens or tokens[0] != "nvtx" or len(tokens) < 3:
+            continue
+        on, off = row.get("on_ns"), row.get("off_ns")
+        rows.append([
+            tokens[1], size_label(int(tokens[2])), fmt(on), fmt(off),
+            fmt(None if on is None or off is None else on - off),
+            fmt_ratio(ratio(on, off), target), str(row.get("label", "")) or "–",
+        ])
+    out += table(["memory", "size", "with NVTX ns", "without ns", "NVTX ns", "ratio", "tool"],
+                 rows, align=["l", "l", "r", "r", "r", "r", "l"])
+    return out + [""]
+
+
 STANDARD_FIELDS = {
     "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
     "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
@@ -493,7 +516,9 @@ def main() -> int:
         body += thread_section(runs["thread_scaling"])
     if "allocate_sync" in runs:
         body += sync_section(runs["allocate_sync"])
-    known = {"alloc_free", "random_allocations", "thread_scaling", "allocate_sync"}
+    if "nvtx" in runs:
+        body += nvtx_section(runs["nvtx"], target)
+    known = {"alloc_free", "random_allocations", "thread_scaling", "allocate_sync", "nvtx"}
     for name, res in runs.items():
         if name not in known:
             body += generic_section(name.replace("_", " ").capitalize(), res)

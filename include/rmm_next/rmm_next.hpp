@@ -19,5 +19,12 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 
+#include <rmm_next/allocator.hpp>
+#include <rmm_next/polymorphic_allocator.hpp>
+#include <rmm_next/thrust_allocator.hpp>
+
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
+#include <rmm_next/resource_context.hpp>
+
+#include <rmm_next/statistics_adaptor.hpp>

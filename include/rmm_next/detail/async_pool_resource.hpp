@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/pool_handle.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
@@ -87,10 +88,11 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
  * @brief The machinery the three async resources share: pool choice and ownership,
  * stream-ordered and synchronous allocation, statistics, equality.
  *
- * `Derived` names its `memory_kind` as `static constexpr detail::memory_kind kind`.
+ * `Derived` names its `memory_kind` as `static constexpr detail::memory_kind kind`. Allocations
+ * and frees are NVTX ranges and memory regions (see detail/nvtx.hpp).
  */
 template <class Derived>
-class async_pool_resource {
+class RMM_NEXT_NVTX_ABI async_pool_resource {
  public:
   /** @brief The current pool of the current device. */
   async_pool_resource() : async_pool_resource(current_pool{}) {}
@@ -127,6 +129,7 @@ class async_pool_resource {
                                std::size_t bytes,
                                std::size_t alignment = default_alignment)
   {
+    nvtx_range const range{nvtx_range_names().allocate};
     check_alignment(alignment);
     if (bytes == 0) { return nullptr; }
     void* ptr{};
@@ -134,6 +137,7 @@ class async_pool_resource {
         s != cudaSuccess) {
       throw_allocation_failure(Derived::kind, s, bytes, device_, stream.get());
     }
+    nvtx_register_region(ptr, bytes);
     return ptr;
   }
 
@@ -143,7 +147,9 @@ class async_pool_resource {
                   std::size_t /*bytes*/,
                   std::size_t /*alignment*/ = default_alignment) noexcept
   {
+    nvtx_range const range{nvtx_range_names().deallocate};
     if (ptr == nullptr) { return; }
+    nvtx_unregister_region(ptr);  // before the free: another thread may get `ptr` next
     if (cudaError_t const s = cudaFreeAsync(ptr, stream.get()); s != cudaSuccess) {
       report_release_failure(s, "cudaFreeAsync");
     }
@@ -157,10 +163,12 @@ class async_pool_resource {
    */
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
   {
+    nvtx_range const range{nvtx_range_names().allocate_sync};
     cudaStream_t const stream = state_->stream();
     void* ptr                 = allocate(stream, bytes, alignment);
     if (ptr != nullptr) {
       if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
+        nvtx_unregister_region(ptr);
         (void)cudaFreeAsync(ptr, stream);
         throw_cuda_error(s, "cudaStreamSynchronize", resource_name(Derived::kind));
       }
@@ -270,6 +278,12 @@ class async_pool_resource {
   }
 
  private:
+  /** @brief The NVTX range names of `Derived` ("async_device_resource::allocate", ...). */
+  static decltype(auto) nvtx_range_names() noexcept
+  {
+    return nvtx_names<Derived>(resource_name(Derived::kind));
+  }
+
   static void check_alignment(std::size_t alignment)
   {
     if (!is_valid_alignment(alignment)) { throw_bad_alignment(Derived::kind, alignment); }

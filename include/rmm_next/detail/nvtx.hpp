@@ -1,0 +1,191 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file
+ * @brief NVTX annotations of rmm-next's resources and adaptors, in the NVTX domain "rmm_next".
+ *
+ * Each annotated class pushes a range around its allocate and deallocate calls, named
+ * "<class>::allocate", "<class>::deallocate" (and "<class>::allocate_sync" for the wait of a
+ * synchronous allocation), from strings registered once per class. The classes that own memory
+ * (the async resources) also describe it with the NVTX memory API: every allocation is a region
+ * of the process-wide heap (`NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE`) registered when the allocation
+ * returns and unregistered before the memory is freed. Adaptors push ranges only: the memory
+ * belongs to the resource underneath.
+ *
+ * Without a tool attached every NVTX call is a load and a branch on a null function pointer; the
+ * handles are made once, in function-local statics, and nothing is allocated.
+ *
+ * Defining `RMM_NEXT_DISABLE_NVTX` (CMake: `-DRMM_NEXT_ENABLE_NVTX=OFF`) compiles all of it out.
+ * So does a toolkit without the NVTX3 headers (`<nvtx3/nvToolsExt.h>`, as the CUDA 12 runtime
+ * wheels). The classes that annotate carry `RMM_NEXT_NVTX_ABI`, which gives them different
+ * symbol names when NVTX is off, so translation units compiled with and without it can share a
+ * program without mixing up each other's inline functions.
+ */
+
+#include <cstddef>
+
+#if !defined(RMM_NEXT_DISABLE_NVTX) && __has_include(<nvtx3/nvToolsExt.h>) && \
+  __has_include(<nvtx3/nvToolsExtMem.h>)
+
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtMem.h>
+
+#include <cstdio>
+
+/// Empty when NVTX is compiled in; see the file comment.
+#define RMM_NEXT_NVTX_ABI
+
+namespace rmm_next::detail {
+
+/** @brief True when the NVTX annotations are compiled in. */
+inline constexpr bool nvtx_enabled = true;
+
+inline namespace nvtx_on {
+
+/** @brief The name of rmm-next's NVTX domain. */
+inline constexpr char const* nvtx_domain_name = "rmm_next";
+
+/** @brief The "rmm_next" domain, created on first use. */
+inline nvtxDomainHandle_t nvtx_domain() noexcept
+{
+  static nvtxDomainHandle_t const domain = nvtxDomainCreateA(nvtx_domain_name);
+  return domain;
+}
+
+/** @brief A range's domain and attributes (a registered name), ready to push. */
+struct nvtx_range_name {
+  nvtxDomainHandle_t domain{};
+  nvtxEventAttributes_t attributes{};
+};
+
+/** @brief The range names of one annotated class. */
+struct nvtx_class_names {
+  nvtx_range_name allocate;
+  nvtx_range_name deallocate;
+  nvtx_range_name allocate_sync;
+};
+
+/** @brief A range name "<class_name>::<operation>" registered in the "rmm_next" domain. */
+inline nvtx_range_name make_nvtx_range_name(char const* class_name, char const* operation) noexcept
+{
+  char text[128];
+  std::snprintf(text, sizeof(text), "%s::%s", class_name, operation);
+  nvtx_range_name name{};
+  name.domain                        = nvtx_domain();
+  name.attributes.version            = NVTX_VERSION;
+  name.attributes.size               = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  name.attributes.messageType        = NVTX_MESSAGE_TYPE_REGISTERED;
+  name.attributes.message.registered = nvtxDomainRegisterStringA(name.domain, text);
+  return name;
+}
+
+/**
+ * @brief The range names of class `Class`, registered on first use under `class_name` (which is
+ * read only then).
+ */
+template <class Class>
+nvtx_class_names const& nvtx_names(char const* class_name) noexcept
+{
+  static nvtx_class_names const names{make_nvtx_range_name(class_name, "allocate"),
+                                      make_nvtx_range_name(class_name, "deallocate"),
+                                      make_nvtx_range_name(class_name, "allocate_sync")};
+  return names;
+}
+
+/** @brief Pushes a range on construction and pops it on destruction (also when unwinding). */
+class nvtx_range {
+ public:
+  explicit nvtx_range(nvtx_range_name const& name) noexcept : domain_{name.domain}
+  {
+    nvtxDomainRangePushEx(domain_, &name.attributes);
+  }
+  nvtx_range(nvtx_range const&)            = delete;
+  nvtx_range& operator=(nvtx_range const&) = delete;
+  ~nvtx_range() { nvtxDomainRangePop(domain_); }
+
+ private:
+  nvtxDomainHandle_t domain_;
+};
+
+/** @brief Tells NVTX tools that `[ptr, ptr + bytes)` is an allocation now. nullptr: nothing. */
+inline void nvtx_register_region(void const* ptr, std::size_t bytes) noexcept
+{
+  if (ptr == nullptr) { return; }
+  nvtxMemVirtualRangeDesc_t const range{bytes, ptr};
+  nvtxMemRegionsRegisterBatch_t batch{};
+  batch.extCompatID             = NVTX_EXT_COMPATID_MEM;
+  batch.structSize              = sizeof(batch);
+  batch.regionType              = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  batch.heap                    = NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE;
+  batch.regionCount             = 1;
+  batch.regionDescElementSize   = sizeof(range);
+  batch.regionDescElements      = &range;
+  batch.regionHandleElementsOut = nullptr;  // regions are referred to by pointer
+  nvtxMemRegionsRegister(nvtx_domain(), &batch);
+}
+
+/** @brief Tells NVTX tools that the allocation at `ptr` is gone. nullptr: nothing. */
+inline void nvtx_unregister_region(void const* ptr) noexcept
+{
+  if (ptr == nullptr) { return; }
+  nvtxMemRegionRef_t ref{};
+  ref.pointer = ptr;
+  nvtxMemRegionsUnregisterBatch_t batch{};
+  batch.extCompatID    = NVTX_EXT_COMPATID_MEM;
+  batch.structSize     = sizeof(batch);
+  batch.refType        = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  batch.refCount       = 1;
+  batch.refElementSize = sizeof(ref);
+  batch.refElements    = &ref;
+  nvtxMemRegionsUnregister(nvtx_domain(), &batch);
+}
+
+}  // namespace nvtx_on
+}  // namespace rmm_next::detail
+
+#else  // NVTX compiled out: the same names, doing nothing
+
+/// Gives the classes that annotate other symbol names when NVTX is off; see the file comment.
+#define RMM_NEXT_NVTX_ABI [[gnu::abi_tag("rmm_next_nvtx_off")]]
+
+namespace rmm_next::detail {
+
+/** @brief True when the NVTX annotations are compiled in. */
+inline constexpr bool nvtx_enabled = false;
+
+inline namespace nvtx_off {
+
+struct nvtx_range_name {};
+
+struct nvtx_class_names {
+  nvtx_range_name allocate;
+  nvtx_range_name deallocate;
+  nvtx_range_name allocate_sync;
+};
+
+template <class Class>
+constexpr nvtx_class_names nvtx_names(char const* /*class_name*/) noexcept
+{
+  return {};
+}
+
+class nvtx_range {
+ public:
+  explicit nvtx_range(nvtx_range_name const& /*name*/) noexcept {}
+  nvtx_range(nvtx_range const&)            = delete;
+  nvtx_range& operator=(nvtx_range const&) = delete;
+  ~nvtx_range() {}  // NOLINT(modernize-use-equals-default): non-trivial, so never "unused"
+};
+
+inline void nvtx_register_region(void const* /*ptr*/, std::size_t /*bytes*/) noexcept {}
+
+inline void nvtx_unregister_region(void const* /*ptr*/) noexcept {}
+
+}  // namespace nvtx_off
+}  // namespace rmm_next::detail
+
+#endif

@@ -1,0 +1,333 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_managed_resource.hpp>
+#include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace rmm_next {
+
+/** @brief One statistic of a `statistics_adaptor`: its value now, its peak and its running total.
+ */
+struct allocation_counter {
+  std::int64_t current;  ///< value now (bytes or allocations not yet freed)
+  std::int64_t peak;     ///< highest `current` since construction or the last `reset_peak()`
+  std::int64_t total;    ///< sum of everything ever allocated (never decreases)
+};
+
+/** @brief What a `statistics_adaptor` has counted. */
+struct allocation_statistics {
+  allocation_counter bytes;        ///< bytes asked for
+  allocation_counter allocations;  ///< number of allocations
+};
+
+namespace detail {
+
+template <class R>
+concept has_stream_allocate = requires(R& r, cuda::stream_ref s, void* p, std::size_t n) {
+  { r.allocate(s, n, n) } -> std::same_as<void*>;
+  r.deallocate(s, p, n, n);
+};
+
+template <class R>
+concept has_allocate_async = requires(R& r, cuda::stream_ref s, void* p, std::size_t n) {
+  { r.allocate_async(n, n, s) } -> std::same_as<void*>;
+  r.deallocate_async(p, n, n, s);
+};
+
+template <class R>
+concept has_allocate_sync = requires(R& r, void* p, std::size_t n) {
+  { r.allocate_sync(n, n) } -> std::same_as<void*>;
+  r.deallocate_sync(p, n, n);
+};
+
+template <class R>
+concept has_plain_allocate = requires(R& r, void* p, std::size_t n) {
+  { r.allocate(n, n) } -> std::same_as<void*>;
+  r.deallocate(p, n, n);
+};
+
+/** @brief A resource (or ref) that allocates in stream order, by either CCCL spelling. */
+template <class R>
+concept stream_ordered_upstream = has_stream_allocate<R> || has_allocate_async<R>;
+
+/** @brief A resource (or ref) that allocates synchronously, by either CCCL spelling. */
+template <class R>
+concept synchronous_upstream = has_allocate_sync<R> || has_plain_allocate<R>;
+
+/** @brief Lock-free counters shared by the copies of one `statistics_adaptor`. */
+class allocation_counters {
+ public:
+  void record_allocation(std::size_t bytes) noexcept
+  {
+    auto const n = static_cast<std::int64_t>(bytes);
+    raise(bytes_, n);
+    raise(allocations_, 1);
+  }
+
+  void record_deallocation(std::size_t bytes) noexcept
+  {
+    bytes_.current.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    allocations_.current.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  [[nodiscard]] allocation_statistics snapshot() const noexcept
+  {
+    return {read(bytes_), read(allocations_)};
+  }
+
+  void reset_peak() noexcept
+  {
+    reset(bytes_);
+    reset(allocations_);
+  }
+
+ private:
+  struct counter {
+    std::atomic<std::int64_t> current{0};
+    std::atomic<std::int64_t> peak{0};
+    std::atomic<std::int64_t> total{0};
+  };
+
+  static void raise_peak(counter& c, std::int64_t value) noexcept
+  {
+    std::int64_t peak = c.peak.load(std::memory_order_relaxed);
+    while (value > peak && !c.peak.compare_exchange_weak(peak, value, std::memory_order_relaxed)) {}
+  }
+
+  static void raise(counter& c, std::int64_t n) noexcept
+  {
+    c.total.fetch_add(n, std::memory_order_relaxed);
+    raise_peak(c, c.current.fetch_add(n, std::memory_order_relaxed) + n);
+  }
+
+  static allocation_counter read(counter const& c) noexcept
+  {
+    return {c.current.load(std::memory_order_relaxed),
+            c.peak.load(std::memory_order_relaxed),
+            c.total.load(std::memory_order_relaxed)};
+  }
+
+  static void reset(counter& c) noexcept
+  {
+    c.peak.store(c.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    raise_peak(c, c.current.load(std::memory_order_relaxed));  // an allocation in between
+  }
+
+  counter bytes_;
+  counter allocations_;
+};
+
+/** @brief Keys the NVTX range names of every `statistics_adaptor`. */
+struct statistics_adaptor_nvtx;
+
+}  // namespace detail
+
+/**
+ * @brief Counts the bytes and allocations that pass through it to `Upstream`: now, at the peak,
+ * and in total.
+ *
+ * `Upstream` is a resource (held by copy: rmm-next's resources are cheap handles) or a resource
+ * ref such as `device_async_resource_ref` (the resource it refers to must outlive the adaptor).
+ * The adaptor offers what the upstream offers: stream-ordered `allocate(stream, bytes,
+ * alignment)` / `deallocate(stream, ptr, bytes, alignment)` when the upstream allocates in stream
+ * order, `allocate_sync` / `deallocate_sync` when it allocates synchronously, the CCCL 3.0 names
+ * of both, and every property of the upstream (`device_accessible`, `host_accessible`, ...,
+ * through `cuda::forward_property`), so it binds to the same ref types.
+ *
+ * A stream-ordered allocation counts from the moment `allocate` returns and stops counting when
+ * `deallocate` is called: the caller's view, not the device's. Failed allocations and nullptr
+ * (0 bytes) count nothing. Frees must name the size that was allocated.
+ *
+ * Copies share the counters (and compare equal); an adaptor constructed separately counts on its
+ * own, so each library can wrap the resource it uses and see only its own allocations.
+ * Thread-safe and lock-free: each value is exact, but a snapshot taken while other threads
+ * allocate reads the values one after another.
+ */
+template <class Upstream>
+class RMM_NEXT_NVTX_ABI statistics_adaptor
+  : public cuda::forward_property<statistics_adaptor<Upstream>, Upstream> {
+ public:
+  /** @brief Counts what goes to `upstream`, from zero. */
+  explicit statistics_adaptor(Upstream upstream)
+    : upstream_{std::move(upstream)}, counters_{std::make_shared<detail::allocation_counters>()}
+  {
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream in the order of `stream`, and counts them.
+   * @throws whatever the upstream throws (nothing is counted then).
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    void* ptr{};
+    if constexpr (detail::has_stream_allocate<Upstream>) {
+      ptr = upstream_.allocate(stream, bytes, alignment);
+    } else {
+      ptr = upstream_.allocate_async(bytes, alignment, stream);
+    }
+    if (ptr != nullptr) { counters_->record_allocation(bytes); }
+    return ptr;
+  }
+
+  /** @brief Uncounts `bytes` and frees `ptr` to the upstream in the order of `stream`. */
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t bytes,
+                  std::size_t alignment = default_alignment) noexcept
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
+    if constexpr (detail::has_stream_allocate<Upstream>) {
+      upstream_.deallocate(stream, ptr, bytes, alignment);
+    } else {
+      upstream_.deallocate_async(ptr, bytes, alignment, stream);
+    }
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream synchronously, and counts them.
+   * @throws whatever the upstream throws (nothing is counted then).
+   */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    void* ptr{};
+    if constexpr (detail::has_allocate_sync<Upstream>) {
+      ptr = upstream_.allocate_sync(bytes, alignment);
+    } else {
+      ptr = upstream_.allocate(bytes, alignment);
+    }
+    if (ptr != nullptr) { counters_->record_allocation(bytes); }
+    return ptr;
+  }
+
+  /** @brief Uncounts `bytes` and frees `ptr` to the upstream synchronously. */
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = default_alignment) noexcept
+    requires detail::synchronous_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
+    if constexpr (detail::has_allocate_sync<Upstream>) {
+      upstream_.deallocate_sync(ptr, bytes, alignment);
+    } else {
+      upstream_.deallocate(ptr, bytes, alignment);
+    }
+  }
+
+  /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)
+  /// @{
+  /** @brief Same as `allocate_sync`. */
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    return allocate_sync(bytes, alignment);
+  }
+  /** @brief Same as `deallocate_sync`. */
+  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
+    requires detail::synchronous_upstream<Upstream>
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+  /** @brief Same as `allocate(stream, bytes, alignment)`. */
+  [[nodiscard]] void* allocate_async(std::size_t bytes,
+                                     std::size_t alignment,
+                                     cuda::stream_ref stream)
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    return allocate(stream, bytes, alignment);
+  }
+  /** @brief Same as `deallocate(stream, ptr, bytes, alignment)`. */
+  void deallocate_async(void* ptr,
+                        std::size_t bytes,
+                        std::size_t alignment,
+                        cuda::stream_ref stream) noexcept
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    deallocate(stream, ptr, bytes, alignment);
+  }
+  /// @}
+
+  /** @brief The counters now: bytes and allocations, each current, peak and total. */
+  [[nodiscard]] allocation_statistics statistics() const noexcept { return counters_->snapshot(); }
+
+  /** @brief Sets the peaks of bytes and allocations to their current values. */
+  void reset_peak() noexcept { counters_->reset_peak(); }
+
+  /** @brief The resource (or ref) the adaptor allocates from. */
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
+
+  /** @brief True when both share counters, i.e. one is a copy of the other. */
+  friend bool operator==(statistics_adaptor const& lhs, statistics_adaptor const& rhs) noexcept
+  {
+    return lhs.counters_ == rhs.counters_;
+  }
+
+ private:
+  static decltype(auto) nvtx_range_names() noexcept
+  {
+    return detail::nvtx_names<detail::statistics_adaptor_nvtx>("statistics_adaptor");
+  }
+
+  Upstream upstream_;
+  std::shared_ptr<detail::allocation_counters> counters_;
+};
+
+#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
+static_assert(
+  cuda::mr::resource_with<statistics_adaptor<async_device_resource>, cuda::mr::device_accessible>);
+static_assert(cuda::mr::synchronous_resource_with<statistics_adaptor<async_device_resource>,
+                                                  cuda::mr::device_accessible>);
+static_assert(cuda::mr::resource_with<statistics_adaptor<async_managed_resource>,
+                                      cuda::mr::device_accessible,
+                                      cuda::mr::host_accessible>);
+static_assert(cuda::mr::resource_with<statistics_adaptor<async_pinned_resource>,
+                                      cuda::mr::device_accessible,
+                                      cuda::mr::host_accessible>);
+static_assert(cuda::mr::resource_with<statistics_adaptor<device_async_resource_ref>,
+                                      cuda::mr::device_accessible>);
+static_assert(cuda::mr::synchronous_resource_with<statistics_adaptor<device_resource_ref>,
+                                                  cuda::mr::device_accessible>);
+static_assert(!cuda::mr::resource<statistics_adaptor<device_resource_ref>>);
+#else
+static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_device_resource>,
+                                            cuda::mr::device_accessible>);
+static_assert(
+  cuda::mr::resource_with<statistics_adaptor<async_device_resource>, cuda::mr::device_accessible>);
+static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_managed_resource>,
+                                            cuda::mr::device_accessible,
+                                            cuda::mr::host_accessible>);
+static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_pinned_resource>,
+                                            cuda::mr::device_accessible,
+                                            cuda::mr::host_accessible>);
+static_assert(cuda::mr::async_resource_with<statistics_adaptor<device_async_resource_ref>,
+                                            cuda::mr::device_accessible>);
+static_assert(
+  cuda::mr::resource_with<statistics_adaptor<device_resource_ref>, cuda::mr::device_accessible>);
+static_assert(!cuda::mr::async_resource<statistics_adaptor<device_resource_ref>>);
+#endif
+static_assert(
+  !cuda::has_property<statistics_adaptor<async_device_resource>, cuda::mr::host_accessible>);
+
+}  // namespace rmm_next

@@ -1,0 +1,45 @@
+# NVTX tests: an injection library of the suite's own (injection.cpp) records the NVTX calls that
+# arrive; NVTX loads it from NVTX_INJECTION64_PATH, and the test programs link it to read what it
+# recorded.
+#   nvtx_test       cpu: statistics_adaptor over a fake resource, the region helpers, and a
+#                   translation unit compiled with NVTX off in the same program
+#   nvtx_gpu_test   gpu: the async resources' own ranges and memory regions
+# Included from tests/CMakeLists.txt. Nothing to test when NVTX is compiled out.
+if(NOT RMM_NEXT_ENABLE_NVTX OR NOT TARGET CUDA::nvtx3)
+  return()
+endif()
+
+set(nvtx_dir ${CMAKE_CURRENT_LIST_DIR})
+
+add_library(rmm_next_nvtx_injection SHARED ${nvtx_dir}/injection.cpp)
+target_compile_features(rmm_next_nvtx_injection PRIVATE cxx_std_20)
+target_link_libraries(rmm_next_nvtx_injection PRIVATE CUDA::nvtx3)
+rmm_next_enable_warnings(rmm_next_nvtx_injection)
+
+set(nvtx_injection_env "NVTX_INJECTION64_PATH=$<TARGET_FILE:rmm_next_nvtx_injection>")
+set(nvtx_gpu_env ${nvtx_injection_env})
+if(RMM_NEXT_REQUIRE_GPU)
+  list(APPEND nvtx_gpu_env RMM_NEXT_REQUIRE_GPU=1)
+endif()
+
+# nvtx_off_tu.cpp shares the program with NVTX off.
+set_source_files_properties(${nvtx_dir}/nvtx_off_tu.cpp PROPERTIES COMPILE_DEFINITIONS
+                                                                   RMM_NEXT_DISABLE_NVTX)
+add_executable(nvtx_test ${nvtx_dir}/nvtx_test.cpp ${nvtx_dir}/nvtx_off_tu.cpp)
+target_link_libraries(nvtx_test PRIVATE GTest::gtest_main)
+
+add_executable(nvtx_gpu_test ${nvtx_dir}/nvtx_gpu_test.cu
+                             ${CMAKE_CURRENT_SOURCE_DIR}/support/gpu_test_main.cpp)
+
+foreach(program IN ITEMS nvtx_test nvtx_gpu_test)
+  target_include_directories(${program} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${nvtx_dir})
+  target_link_libraries(${program} PRIVATE rmm-next::rmm-next rmm_next_nvtx_injection GTest::gtest)
+  # Used when the program runs outside CTest (trace.hpp).
+  target_compile_definitions(
+    ${program} PRIVATE RMM_NEXT_TEST_NVTX_INJECTION="$<TARGET_FILE:rmm_next_nvtx_injection>")
+  rmm_next_enable_warnings(${program})
+  add_test(NAME ${program} COMMAND ${program})
+endforeach()
+set_tests_properties(nvtx_test PROPERTIES LABELS cpu ENVIRONMENT "${nvtx_injection_env}")
+set_tests_properties(nvtx_gpu_test PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 ENVIRONMENT
+                                              "${nvtx_gpu_env}")

@@ -1,0 +1,346 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// CPU tests of statistics_adaptor over resources that need no GPU: what it counts (current, peak,
+// total bytes and allocations) through every member spelling and through refs, what it does not
+// count (failures, nullptr), shared counters of copies, property forwarding, and exact counts
+// from 16 threads.
+
+#include "support/fake_resource.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_managed_resource.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/statistics_adaptor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace rmm_next::test {
+namespace {
+
+using adaptor = statistics_adaptor<fake_resource>;
+
+cuda::stream_ref no_stream() { return cuda::stream_ref{cudaStream_t{}}; }
+
+/** @brief A fake resource that refuses allocations larger than `limit` with out_of_memory. */
+class limited_resource {
+ public:
+  explicit limited_resource(std::size_t limit) : limit_{limit} {}
+
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    if (bytes > limit_) { throw out_of_memory{"rmm_next::out_of_memory: over the limit"}; }
+    return upstream_.allocate_sync(bytes, alignment);
+  }
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment)
+  {
+    upstream_.deallocate_sync(ptr, bytes, alignment);
+  }
+  [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t alignment)
+  {
+    return allocate_sync(bytes, alignment);
+  }
+  void deallocate(cuda::stream_ref, void* ptr, std::size_t bytes, std::size_t alignment)
+  {
+    deallocate_sync(ptr, bytes, alignment);
+  }
+  [[nodiscard]] long allocations() const noexcept { return upstream_.allocations(); }
+
+  friend bool operator==(limited_resource const&, limited_resource const&) noexcept { return true; }
+  friend constexpr void get_property(limited_resource const&, cuda::mr::device_accessible) noexcept
+  {
+  }
+
+ private:
+  std::size_t limit_;
+  fake_resource upstream_;
+};
+
+void expect_counter(allocation_counter const& c,
+                    std::int64_t current,
+                    std::int64_t peak,
+                    std::int64_t total,
+                    char const* what)
+{
+  EXPECT_EQ(c.current, current) << what;
+  EXPECT_EQ(c.peak, peak) << what;
+  EXPECT_EQ(c.total, total) << what;
+}
+
+// ---- What the adaptor is ------------------------------------------------------------------------
+
+static_assert(cuda::has_property<adaptor, cuda::mr::device_accessible>);
+static_assert(cuda::has_property<adaptor, cuda::mr::host_accessible>);
+static_assert(
+  cuda::has_property<statistics_adaptor<async_managed_resource>, cuda::mr::host_accessible>);
+static_assert(
+  !cuda::has_property<statistics_adaptor<async_device_resource>, cuda::mr::host_accessible>);
+static_assert(!cuda::has_property<statistics_adaptor<limited_resource>, cuda::mr::host_accessible>);
+static_assert(std::is_constructible_v<host_device_async_resource_ref, adaptor&>);
+static_assert(std::is_constructible_v<device_async_resource_ref, adaptor&>);
+static_assert(std::is_constructible_v<host_resource_ref, adaptor&>);
+static_assert(
+  std::is_constructible_v<device_async_resource_ref, statistics_adaptor<async_device_resource>&>);
+static_assert(!std::is_constructible_v<host_device_async_resource_ref,
+                                       statistics_adaptor<async_device_resource>&>);
+static_assert(std::is_copy_constructible_v<adaptor> && std::is_copy_assignable_v<adaptor>);
+// Over a synchronous ref: synchronous members only.
+static_assert(
+  std::is_constructible_v<device_resource_ref, statistics_adaptor<device_resource_ref>&>);
+static_assert(
+  !std::is_constructible_v<device_async_resource_ref, statistics_adaptor<device_resource_ref>&>);
+
+// ---- Counting -----------------------------------------------------------------------------------
+
+TEST(statistics_adaptor, StartsAtZero)
+{
+  adaptor const a{fake_resource{}};
+  allocation_statistics const s = a.statistics();
+  expect_counter(s.bytes, 0, 0, 0, "bytes");
+  expect_counter(s.allocations, 0, 0, 0, "allocations");
+}
+
+TEST(statistics_adaptor, CountsCurrentPeakAndTotal)
+{
+  fake_resource upstream;
+  adaptor a{upstream};
+  void* p = a.allocate_sync(100);
+  void* q = a.allocate(no_stream(), 200, 64);
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  expect_counter(a.statistics().bytes, 300, 300, 300, "after two allocations");
+  expect_counter(a.statistics().allocations, 2, 2, 2, "after two allocations");
+
+  a.deallocate(no_stream(), q, 200, 64);
+  expect_counter(a.statistics().bytes, 100, 300, 300, "after freeing 200");
+  expect_counter(a.statistics().allocations, 1, 2, 2, "after freeing 200");
+
+  void* r = a.allocate_sync(50);
+  expect_counter(a.statistics().bytes, 150, 300, 350, "below the peak");
+  expect_counter(a.statistics().allocations, 2, 2, 3, "below the peak");
+
+  a.deallocate_sync(p, 100);
+  a.deallocate_sync(r, 50);
+  expect_counter(a.statistics().bytes, 0, 300, 350, "all freed");
+  expect_counter(a.statistics().allocations, 0, 2, 3, "all freed");
+
+  // Everything went to the upstream.
+  EXPECT_EQ(upstream.allocations(), 3);
+  EXPECT_EQ(upstream.deallocations(), 3);
+}
+
+TEST(statistics_adaptor, ResetPeakLowersPeaksToCurrentValues)
+{
+  adaptor a{fake_resource{}};
+  void* p = a.allocate_sync(1000);
+  void* q = a.allocate_sync(24);
+  a.deallocate_sync(p, 1000);
+  expect_counter(a.statistics().bytes, 24, 1024, 1024, "before reset");
+
+  a.reset_peak();
+  expect_counter(a.statistics().bytes, 24, 24, 1024, "after reset");
+  expect_counter(a.statistics().allocations, 1, 1, 2, "after reset");
+
+  void* r = a.allocate_sync(8);
+  expect_counter(a.statistics().bytes, 32, 32, 1032, "new peak");
+  a.deallocate_sync(q, 24);
+  a.deallocate_sync(r, 8);
+  expect_counter(a.statistics().bytes, 0, 32, 1032, "all freed");
+}
+
+TEST(statistics_adaptor, EveryMemberSpellingCounts)
+{
+  adaptor a{fake_resource{}};
+  void* p1 = a.allocate(no_stream(), 1);            // stream-ordered (CCCL >= 3.1)
+  void* p2 = a.allocate_sync(2);                    // synchronous (CCCL >= 3.1)
+  void* p3 = a.allocate(4, 8);                      // CCCL 3.0 synchronous
+  void* p4 = a.allocate_async(8, 16, no_stream());  // CCCL 3.0 stream-ordered
+  expect_counter(a.statistics().bytes, 15, 15, 15, "allocated");
+  expect_counter(a.statistics().allocations, 4, 4, 4, "allocated");
+  a.deallocate_async(p4, 8, 16, no_stream());
+  a.deallocate(p3, 4, 8);
+  a.deallocate_sync(p2, 2);
+  a.deallocate(no_stream(), p1, 1);
+  expect_counter(a.statistics().bytes, 0, 15, 15, "freed");
+  expect_counter(a.statistics().allocations, 0, 4, 4, "freed");
+}
+
+TEST(statistics_adaptor, CountsThroughRefs)
+{
+  fake_resource upstream;
+  adaptor a{upstream};
+  host_device_async_resource_ref ref{a};
+  device_resource_ref sync_ref{a};
+  void* p = ref.allocate(no_stream(), 512, 256);
+  void* q = sync_ref.allocate_sync(64, 8);
+  expect_counter(a.statistics().bytes, 576, 576, 576, "through refs");
+  ref.deallocate(no_stream(), p, 512, 256);
+  sync_ref.deallocate_sync(q, 64, 8);
+  expect_counter(a.statistics().bytes, 0, 576, 576, "through refs");
+  EXPECT_EQ(upstream.deallocations(), 2);
+}
+
+TEST(statistics_adaptor, AdaptsARef)
+{
+  fake_resource upstream;
+  host_device_async_resource_ref const upstream_ref{upstream};
+  statistics_adaptor<host_device_async_resource_ref> a{upstream_ref};
+  static_assert(cuda::has_property<decltype(a), cuda::mr::host_accessible>);
+  void* p = a.allocate(no_stream(), 48);
+  void* q = a.allocate_sync(16);
+  expect_counter(a.statistics().bytes, 64, 64, 64, "over a ref");
+  EXPECT_EQ(upstream.allocations(), 2);
+  a.deallocate(no_stream(), p, 48);
+  a.deallocate_sync(q, 16);
+  EXPECT_EQ(upstream.deallocations(), 2);
+  EXPECT_EQ(a.statistics().allocations.current, 0);
+
+  statistics_adaptor<device_resource_ref> s{device_resource_ref{upstream}};
+  void* r = s.allocate_sync(8, 8);
+  EXPECT_EQ(s.statistics().bytes.current, 8);
+  s.deallocate_sync(r, 8, 8);
+  EXPECT_EQ(s.statistics().bytes.current, 0);
+}
+
+TEST(statistics_adaptor, NullptrAndFailuresCountNothing)
+{
+  statistics_adaptor<limited_resource> a{limited_resource{1024}};
+  EXPECT_EQ(a.allocate_sync(0), nullptr);  // fake_resource: 0 bytes is nullptr
+  a.deallocate_sync(nullptr, 0);
+  a.deallocate(no_stream(), nullptr, 64);
+  try {
+    [[maybe_unused]] void* p = a.allocate(no_stream(), 4096, 256);
+    ADD_FAILURE() << "expected out_of_memory";
+  } catch (out_of_memory const& e) {
+    EXPECT_NE(std::string{e.what()}.find("over the limit"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)a.allocate_sync(2048), out_of_memory);
+  expect_counter(a.statistics().bytes, 0, 0, 0, "nothing counted");
+  expect_counter(a.statistics().allocations, 0, 0, 0, "nothing counted");
+
+  void* p = a.allocate_sync(1024);  // still works after the failures
+  expect_counter(a.statistics().bytes, 1024, 1024, 1024, "after failures");
+  a.deallocate_sync(p, 1024);
+  EXPECT_EQ(a.upstream_resource().allocations(), 1);
+}
+
+TEST(statistics_adaptor, CopiesShareCountersSeparateAdaptorsDoNot)
+{
+  fake_resource upstream;
+  adaptor a{upstream};
+  adaptor copy = a;  // NOLINT(performance-unnecessary-copy-initialization)
+  adaptor other{upstream};
+  EXPECT_TRUE(a == copy);
+  EXPECT_FALSE(a == other);
+  EXPECT_TRUE(a.upstream_resource() == other.upstream_resource());
+
+  void* p = copy.allocate_sync(10);
+  void* q = other.allocate_sync(20);
+  EXPECT_EQ(a.statistics().bytes.current, 10);
+  EXPECT_EQ(other.statistics().bytes.current, 20);
+  a.deallocate_sync(p, 10);  // freed through another copy: same counters
+  EXPECT_EQ(copy.statistics().bytes.current, 0);
+  other.deallocate_sync(q, 20);
+
+  other = a;  // assignment shares a's counters from now on
+  EXPECT_TRUE(other == a);
+  void* r = other.allocate_sync(5);
+  EXPECT_EQ(a.statistics().bytes.current, 5);
+  a.deallocate_sync(r, 5);
+}
+
+TEST(statistics_adaptor, NestedAdaptorsEachCountWhatPassesThem)
+{
+  // A library's own adaptor over a process-wide one: each sees what passes through it.
+  adaptor process_wide{fake_resource{}};
+  statistics_adaptor<host_device_async_resource_ref> library{
+    host_device_async_resource_ref{process_wide}};
+  void* p = library.allocate(no_stream(), 100);
+  void* q = process_wide.allocate(no_stream(), 1);
+  EXPECT_EQ(library.statistics().bytes.current, 100);
+  EXPECT_EQ(process_wide.statistics().bytes.current, 101);
+  library.deallocate(no_stream(), p, 100);
+  process_wide.deallocate(no_stream(), q, 1);
+  EXPECT_EQ(process_wide.statistics().bytes.current, 0);
+  EXPECT_EQ(process_wide.statistics().allocations.total, 2);
+  EXPECT_EQ(library.statistics().allocations.total, 1);
+}
+
+// ---- Threads ------------------------------------------------------------------------------------
+
+TEST(statistics_adaptor, ExactUnderSixteenThreads)
+{
+  constexpr int threads         = 16;
+  constexpr int churn           = 2000;  // alloc+free pairs per thread, one live at a time
+  constexpr int held            = 8;     // then allocations held by each thread at once
+  constexpr std::size_t quantum = 64;    // thread t allocates (t + 1) * quantum bytes
+
+  fake_resource upstream;
+  adaptor a{upstream};
+  std::barrier sync{threads + 1};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::size_t const bytes = static_cast<std::size_t>(t + 1) * quantum;
+      adaptor mine            = a;  // copies share the counters
+      for (int i = 0; i < churn; ++i) {
+        void* p = (i % 2 == 0) ? mine.allocate_sync(bytes) : mine.allocate(no_stream(), bytes);
+        mine.deallocate_sync(p, bytes);
+      }
+      std::vector<void*> ptrs;
+      for (int i = 0; i < held; ++i) {
+        ptrs.push_back(mine.allocate(no_stream(), bytes));
+      }
+      sync.arrive_and_wait();  // 1: everything held
+      sync.arrive_and_wait();  // 2: the main thread has looked
+      for (void* p : ptrs) {
+        mine.deallocate(no_stream(), p, bytes);
+      }
+    });
+  }
+  std::int64_t bytes_per_round = 0;  // one allocation of every thread
+  for (int t = 0; t < threads; ++t) {
+    bytes_per_round += (t + 1) * static_cast<std::int64_t>(quantum);
+  }
+
+  sync.arrive_and_wait();  // 1
+  // During the churn at most one allocation per thread was live: below what is held now, so the
+  // peak is exactly the held total (the CAS loop lost no update).
+  allocation_statistics const at_peak = a.statistics();
+  expect_counter(at_peak.bytes,
+                 held * bytes_per_round,
+                 held * bytes_per_round,
+                 (churn + held) * bytes_per_round,
+                 "bytes while held");
+  expect_counter(at_peak.allocations,
+                 threads * held,
+                 threads * held,
+                 threads * (churn + held),
+                 "allocations while held");
+  sync.arrive_and_wait();  // 2
+  for (auto& th : pool) {
+    th.join();
+  }
+
+  allocation_statistics const done = a.statistics();
+  expect_counter(
+    done.bytes, 0, held * bytes_per_round, (churn + held) * bytes_per_round, "bytes at the end");
+  expect_counter(
+    done.allocations, 0, threads * held, threads * (churn + held), "allocations at the end");
+  EXPECT_EQ(upstream.allocations(), threads * (churn + held));
+  EXPECT_EQ(upstream.deallocations(), threads * (churn + held));
+}
+
+}  // namespace
+}  // namespace rmm_next::test
