@@ -152,6 +152,7 @@ bool every_device(cudaStream_t stream, int device_count)
   // [every-device]
   // mylib's temporaries from a pool of the application's own on every device.
   std::vector<rmm_next::async_device_resource> pools;
+  pools.reserve(device_count);  // the refs set below point into the vector: never reallocate it
   for (int device = 0; device < device_count; ++device) {
     pools.emplace_back(rmm_next::pool_options{}, device);
     mylib::resources().set(mylib::allocation_kind::temporaries, device, pools.back());

@@ -5,6 +5,7 @@
 
 A C++ block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must equal the
 lines between `// [<name>]` and `// [<name> end]` of that file (common indentation removed).
+With --fix, blocks that differ are rewritten from their source instead.
 """
 import pathlib
 import re
@@ -12,6 +13,7 @@ import sys
 import textwrap
 
 root = pathlib.Path(sys.argv[1])
+fix = "--fix" in sys.argv[2:]
 marker = re.compile(r"<!-- snippet: (\S+)#(\S+) -->")
 failures = []
 checked = 0
@@ -29,6 +31,7 @@ def region(path, name):
 
 for doc in sorted((root / "docs").glob("*.md")):
     lines = doc.read_text().splitlines()
+    fixed = False
     i = 0
     while i < len(lines):
         if lines[i].startswith("```c") or lines[i].startswith("```cu"):
@@ -45,11 +48,18 @@ for doc in sorted((root / "docs").glob("*.md")):
                 expected = region(m.group(1), m.group(2))
                 if expected is None:
                     failures.append(f"{where}: no region {m.group(2)} in {m.group(1)}")
+                elif expected != block and fix:
+                    lines[i + 1 : j] = expected.splitlines()
+                    j = i + 1 + len(expected.splitlines())
+                    fixed = True
                 elif expected != block:
                     failures.append(f"{where}: differs from {m.group(1)}#{m.group(2)}")
                 checked += 1
             i = j
         i += 1
+    if fixed:
+        doc.write_text("\n".join(lines) + "\n")
+        print(f"rewrote {doc.relative_to(root)}")
 
 for f in failures:
     print("FAIL", f)

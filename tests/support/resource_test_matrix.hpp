@@ -900,6 +900,22 @@ TYPED_TEST_P(async_resource_matrix, MaximumPoolSizeBoundsThePool)
   EXPECT_LE(r.statistics().reserved_bytes_high, maximum + 2 * MiB);
 }
 
+TYPED_TEST_P(async_resource_matrix, MovedFromHandleStillAllocates)
+{
+  TypeParam original{pool_options{}};
+  cudaMemPool_t const pool = original.pool_handle();
+  TypeParam moved{std::move(original)};
+  // Moving copies the handle: both name the pool and both allocate from it.
+  EXPECT_EQ(original.pool_handle(), pool);  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(original == moved);
+  for (TypeParam* r : {&original, &moved}) {
+    void* p = r->allocate_sync(MiB);
+    ASSERT_NE(p, nullptr);
+    EXPECT_GE(r->statistics().used_bytes, MiB);
+    r->deallocate_sync(p, MiB);
+  }
+}
+
 TYPED_TEST_P(async_resource_matrix, OwnedPoolLivesWhileACopyDoes)
 {
   std::optional<TypeParam> original{std::in_place, pool_options{.initial_pool_size = 8 * MiB}};
@@ -1208,6 +1224,7 @@ REGISTER_TYPED_TEST_SUITE_P(async_resource_matrix,
                             OwnedPoolStatisticsFollowAllocations,
                             OwnedPoolOptions,
                             MaximumPoolSizeBoundsThePool,
+                            MovedFromHandleStillAllocates,
                             OwnedPoolLivesWhileACopyDoes,
                             ViewNeverDestroysTheCallersPool,
                             EqualityFollowsThePool,

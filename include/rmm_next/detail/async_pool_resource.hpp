@@ -119,6 +119,12 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   {
   }
 
+  /// Copies share the pool. Moving copies too (no move members are declared), so a moved-from
+  /// handle still names its pool and refs bound to it stay usable.
+  async_pool_resource(async_pool_resource const&) noexcept            = default;
+  async_pool_resource& operator=(async_pool_resource const&) noexcept = default;
+  ~async_pool_resource()                                              = default;
+
   /**
    * @brief Allocates `bytes` in the order of `stream`.
    * @return nullptr for 0 bytes, else memory aligned to 256 bytes, usable by work on `stream`.
