@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace rmm_next::detail {
@@ -241,37 +242,46 @@ inline pool_binding bind(cudaMemPool_t pool, int device, bool owned)
 
 inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts);
 
-/** @brief Binds the driver's current pool of `kind` for `device`. */
-inline pool_binding acquire_pool(memory_kind kind, int device, current_pool const& src)
+/** @brief The driver's current pool of `kind` for `device` (`cudaMemGetMemPool`). */
+inline cudaMemPool_t driver_pool(memory_kind kind, int device, current_pool const&)
 {
   cudaMemPool_t pool{};
 #if CUDART_VERSION >= 13000
   cudaMemLocation loc = default_location(kind, device);
   RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)));
 #else
-  if (kind == memory_kind::pinned) {
-    // No host pool is current before CUDA 13.0: the resource creates its own.
-    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
-  }
+  (void)kind;
   RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device));
 #endif
-  adopt_release_threshold(pool, src.release_threshold);
-  return bind(pool, device, false);
+  return pool;
 }
 
-/** @brief Binds the driver's default pool of `kind` for `device`. */
-inline pool_binding acquire_pool(memory_kind kind, int device, default_pool const& src)
+/** @brief The driver's default pool of `kind` for `device` (`cudaMemGetDefaultMemPool`). */
+inline cudaMemPool_t driver_pool(memory_kind kind, int device, default_pool const&)
 {
   cudaMemPool_t pool{};
 #if CUDART_VERSION >= 13000
   cudaMemLocation loc = default_location(kind, device);
   RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)));
 #else
-  if (kind == memory_kind::pinned) {
-    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
-  }
+  (void)kind;
   RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
 #endif
+  return pool;
+}
+
+/** @brief Binds the driver's current or default pool of `kind` for `device`. */
+template <class Source>
+  requires std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool>
+pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
+{
+#if CUDART_VERSION < 13000
+  if (kind == memory_kind::pinned) {
+    // No host pool is current or default before CUDA 13.0: the resource creates its own.
+    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
+  }
+#endif
+  cudaMemPool_t const pool = driver_pool(kind, device, src);
   adopt_release_threshold(pool, src.release_threshold);
   return bind(pool, device, false);
 }
