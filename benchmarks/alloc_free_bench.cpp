@@ -72,13 +72,11 @@ void with_pair(variant v, Resource& resource, Fn&& fn)
       return;
     }
     case variant::current: {
-#if RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE
       scoped_current_resource const current{resource};
       fn([](std::size_t bytes, cudaStream_t stream) {
         auto ref = rmm_next::get_current_device_resource_ref();
         wrapped_pair(ref, bytes, stream);
       });
-#endif
       return;
     }
   }
@@ -156,8 +154,8 @@ void alloc_free_paired(benchmark::State& state, Resource* resource, variant v, s
 
 void register_all()
 {
-  std::vector<variant> variants{variant::raw, variant::resource, variant::ref};
-  if (RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE) { variants.push_back(variant::current); }
+  std::vector<variant> const variants{variant::raw, variant::resource, variant::ref,
+                                      variant::current};
 
   for_each_resource([&](auto& resource) {
     using resource_type = std::remove_reference_t<decltype(resource)>;

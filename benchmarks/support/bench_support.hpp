@@ -12,6 +12,7 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <benchmark/benchmark.h>
@@ -26,12 +27,6 @@
 #include <string>
 #include <vector>
 
-#if __has_include(<rmm_next/per_device_resource.hpp>)
-#include <rmm_next/per_device_resource.hpp>
-#define RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE 1
-#else
-#define RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE 0
-#endif
 
 namespace rmm_next_bench {
 
@@ -195,7 +190,6 @@ void wrapped_pair(ResourceOrRef& r, std::size_t bytes, cudaStream_t stream)
   r.deallocate(cuda::stream_ref{stream}, ptr, bytes, rmm_next::default_alignment);
 }
 
-#if RMM_NEXT_BENCH_HAS_PER_DEVICE_RESOURCE
 /** @brief Makes `resource` the current device resource while it lives, then restores the old. */
 class scoped_current_resource {
  public:
@@ -212,7 +206,6 @@ class scoped_current_resource {
  private:
   rmm_next::device_async_resource_ref previous_;
 };
-#endif
 
 // ---- Statistics ---------------------------------------------------------------------------------
 

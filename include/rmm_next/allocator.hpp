@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -97,21 +98,13 @@ class allocator : public detail::allocator_base<T> {
   [[nodiscard]] T* allocate(std::size_t n)
   {
     std::size_t const bytes = detail::array_bytes<T>(n);
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-    return static_cast<T*>(resource_.allocate_sync(bytes, alignof(T)));
-#else
-    return static_cast<T*>(resource_.allocate(bytes, alignof(T)));
-#endif
+    return static_cast<T*>(detail::sync_allocate(resource_, bytes, alignof(T)));
   }
 
   /** @brief Frees `ptr`, which `allocate(n)` of an equal allocator returned. */
   void deallocate(T* ptr, std::size_t n) noexcept
   {
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-    resource_.deallocate_sync(ptr, n * sizeof(T), alignof(T));
-#else
-    resource_.deallocate(ptr, n * sizeof(T), alignof(T));
-#endif
+    detail::sync_deallocate(resource_, ptr, n * sizeof(T), alignof(T));
   }
 
   /** @brief The resource this allocator allocates from. */

@@ -18,15 +18,6 @@ class polymorphic_allocator;
 
 namespace detail {
 
-/** @brief The synchronous ref with `Properties`, spelled with `allocate_sync` on every CCCL. */
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-template <class... Properties>
-using synchronous_ref = cuda::mr::synchronous_resource_ref<Properties...>;
-#else
-template <class... Properties>
-using synchronous_ref = ref_adaptor<cuda::mr::resource_ref<Properties...>>;
-#endif
-
 template <class T>
 inline constexpr bool is_polymorphic_allocator = false;
 template <class T, class... Properties>
@@ -59,7 +50,7 @@ template <class T, class... Properties>
 class polymorphic_allocator : public detail::allocator_base<T> {
  public:
   /** @brief The ref the allocator holds. */
-  using resource_ref_type = detail::synchronous_ref<Properties...>;
+  using resource_ref_type = detail::sync_ref<Properties...>;
 
   /** @brief The same allocator for elements of type `U`. */
   template <class U>

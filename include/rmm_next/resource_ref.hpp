@@ -25,20 +25,14 @@ namespace rmm_next {
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
 
-/** @brief Stream-ordered ref to device-accessible memory. */
-using device_async_resource_ref = cuda::mr::resource_ref<cuda::mr::device_accessible>;
-/** @brief Synchronous ref to device-accessible memory. */
-using device_resource_ref = cuda::mr::synchronous_resource_ref<cuda::mr::device_accessible>;
-/** @brief Stream-ordered ref to memory accessible from host and device. */
-using host_device_async_resource_ref =
-  cuda::mr::resource_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>;
-/** @brief Synchronous ref to memory accessible from host and device. */
-using host_device_resource_ref =
-  cuda::mr::synchronous_resource_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>;
-/** @brief Stream-ordered ref to host-accessible memory. */
-using host_async_resource_ref = cuda::mr::resource_ref<cuda::mr::host_accessible>;
-/** @brief Synchronous ref to host-accessible memory. */
-using host_resource_ref = cuda::mr::synchronous_resource_ref<cuda::mr::host_accessible>;
+namespace detail {
+/** @brief The stream-ordered ref to memory with `Properties`, on this CCCL. */
+template <class... Properties>
+using async_ref = cuda::mr::resource_ref<Properties...>;
+/** @brief The synchronous ref to memory with `Properties`, on this CCCL. */
+template <class... Properties>
+using sync_ref = cuda::mr::synchronous_resource_ref<Properties...>;
+}  // namespace detail
 
 #else
 
@@ -123,26 +117,29 @@ class ref_adaptor : public CcclRef {
   }
 };
 
+/** @brief The stream-ordered ref to memory with `Properties`, on this CCCL. */
+template <class... Properties>
+using async_ref = ref_adaptor<cuda::mr::async_resource_ref<Properties...>>;
+/** @brief The synchronous ref to memory with `Properties`, on this CCCL. */
+template <class... Properties>
+using sync_ref = ref_adaptor<cuda::mr::resource_ref<Properties...>>;
 }  // namespace detail
 
-/** @brief Stream-ordered ref to device-accessible memory. */
-using device_async_resource_ref =
-  detail::ref_adaptor<cuda::mr::async_resource_ref<cuda::mr::device_accessible>>;
-/** @brief Synchronous ref to device-accessible memory. */
-using device_resource_ref =
-  detail::ref_adaptor<cuda::mr::resource_ref<cuda::mr::device_accessible>>;
-/** @brief Stream-ordered ref to memory accessible from host and device. */
-using host_device_async_resource_ref = detail::ref_adaptor<
-  cuda::mr::async_resource_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>>;
-/** @brief Synchronous ref to memory accessible from host and device. */
-using host_device_resource_ref = detail::ref_adaptor<
-  cuda::mr::resource_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>>;
-/** @brief Stream-ordered ref to host-accessible memory. */
-using host_async_resource_ref =
-  detail::ref_adaptor<cuda::mr::async_resource_ref<cuda::mr::host_accessible>>;
-/** @brief Synchronous ref to host-accessible memory. */
-using host_resource_ref = detail::ref_adaptor<cuda::mr::resource_ref<cuda::mr::host_accessible>>;
-
 #endif
+
+/** @brief Stream-ordered ref to device-accessible memory. */
+using device_async_resource_ref = detail::async_ref<cuda::mr::device_accessible>;
+/** @brief Synchronous ref to device-accessible memory. */
+using device_resource_ref = detail::sync_ref<cuda::mr::device_accessible>;
+/** @brief Stream-ordered ref to memory accessible from host and device. */
+using host_device_async_resource_ref =
+  detail::async_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>;
+/** @brief Synchronous ref to memory accessible from host and device. */
+using host_device_resource_ref =
+  detail::sync_ref<cuda::mr::host_accessible, cuda::mr::device_accessible>;
+/** @brief Stream-ordered ref to host-accessible memory. */
+using host_async_resource_ref = detail::async_ref<cuda::mr::host_accessible>;
+/** @brief Synchronous ref to host-accessible memory. */
+using host_resource_ref = detail::sync_ref<cuda::mr::host_accessible>;
 
 }  // namespace rmm_next

@@ -9,6 +9,7 @@
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <atomic>
@@ -35,38 +36,6 @@ struct allocation_statistics {
 };
 
 namespace detail {
-
-template <class R>
-concept has_stream_allocate = requires(R& r, cuda::stream_ref s, void* p, std::size_t n) {
-  { r.allocate(s, n, n) } -> std::same_as<void*>;
-  r.deallocate(s, p, n, n);
-};
-
-template <class R>
-concept has_allocate_async = requires(R& r, cuda::stream_ref s, void* p, std::size_t n) {
-  { r.allocate_async(n, n, s) } -> std::same_as<void*>;
-  r.deallocate_async(p, n, n, s);
-};
-
-template <class R>
-concept has_allocate_sync = requires(R& r, void* p, std::size_t n) {
-  { r.allocate_sync(n, n) } -> std::same_as<void*>;
-  r.deallocate_sync(p, n, n);
-};
-
-template <class R>
-concept has_plain_allocate = requires(R& r, void* p, std::size_t n) {
-  { r.allocate(n, n) } -> std::same_as<void*>;
-  r.deallocate(p, n, n);
-};
-
-/** @brief A resource (or ref) that allocates in stream order, by either CCCL spelling. */
-template <class R>
-concept stream_ordered_upstream = has_stream_allocate<R> || has_allocate_async<R>;
-
-/** @brief A resource (or ref) that allocates synchronously, by either CCCL spelling. */
-template <class R>
-concept synchronous_upstream = has_allocate_sync<R> || has_plain_allocate<R>;
 
 /** @brief Lock-free counters shared by the copies of one `statistics_adaptor`. */
 class allocation_counters {
@@ -177,12 +146,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
     requires detail::stream_ordered_upstream<Upstream>
   {
     detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr{};
-    if constexpr (detail::has_stream_allocate<Upstream>) {
-      ptr = upstream_.allocate(stream, bytes, alignment);
-    } else {
-      ptr = upstream_.allocate_async(bytes, alignment, stream);
-    }
+    void* ptr = detail::stream_allocate(upstream_, stream, bytes, alignment);
     if (ptr != nullptr) { counters_->record_allocation(bytes); }
     return ptr;
   }
@@ -196,11 +160,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   {
     detail::nvtx_range const range{nvtx_range_names().deallocate};
     if (ptr != nullptr) { counters_->record_deallocation(bytes); }
-    if constexpr (detail::has_stream_allocate<Upstream>) {
-      upstream_.deallocate(stream, ptr, bytes, alignment);
-    } else {
-      upstream_.deallocate_async(ptr, bytes, alignment, stream);
-    }
+    detail::stream_deallocate(upstream_, stream, ptr, bytes, alignment);
   }
 
   /**
@@ -211,12 +171,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
     requires detail::synchronous_upstream<Upstream>
   {
     detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr{};
-    if constexpr (detail::has_allocate_sync<Upstream>) {
-      ptr = upstream_.allocate_sync(bytes, alignment);
-    } else {
-      ptr = upstream_.allocate(bytes, alignment);
-    }
+    void* ptr = detail::sync_allocate(upstream_, bytes, alignment);
     if (ptr != nullptr) { counters_->record_allocation(bytes); }
     return ptr;
   }
@@ -229,11 +184,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   {
     detail::nvtx_range const range{nvtx_range_names().deallocate};
     if (ptr != nullptr) { counters_->record_deallocation(bytes); }
-    if constexpr (detail::has_allocate_sync<Upstream>) {
-      upstream_.deallocate_sync(ptr, bytes, alignment);
-    } else {
-      upstream_.deallocate(ptr, bytes, alignment);
-    }
+    detail::sync_deallocate(upstream_, ptr, bytes, alignment);
   }
 
   /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)

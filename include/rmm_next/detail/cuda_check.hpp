@@ -129,12 +129,11 @@ inline int current_device()
 }
 
 /**
- * @brief Checks that `device` names a visible device; throws `std::out_of_range` naming the id
- * and the count otherwise.
+ * @brief Checks that `device` is in [0, `count`); throws `std::out_of_range` naming the id and
+ * the count otherwise.
  */
-inline int checked_device(int device)
+inline int checked_device(int device, int count)
 {
-  int const count = device_count();
   if (device < 0 || device >= count) {
     throw std::out_of_range{"rmm_next: device id " + std::to_string(device) +
                             " is out of range: " + std::to_string(count) +
@@ -142,6 +141,9 @@ inline int checked_device(int device)
   }
   return device;
 }
+
+/** @brief Checks that `device` names a visible device (see the overload above). */
+inline int checked_device(int device) { return checked_device(device, device_count()); }
 
 /** @brief An integer device attribute. */
 inline int device_attribute(cudaDeviceAttr attr, int device)

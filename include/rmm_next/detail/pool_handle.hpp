@@ -157,7 +157,7 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
-  int const id = device ? checked_device(*device) : current_device();
+  int const id = device ? checked_device(*device, count) : current_device();
   check_support(kind, id);
   return id;
 }
