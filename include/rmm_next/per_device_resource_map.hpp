@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/error.hpp>
 
 #include <atomic>
@@ -142,11 +143,12 @@ class per_device_resource_map {
   }
 
   /**
-   * @brief The ref of the current CUDA device (`cudaGetDevice`, the only CUDA call once the
-   * device's ref exists).
+   * @brief The ref of the current CUDA device. The device is read from the thread's current
+   * context (`cuCtxGetCurrent`, cached per thread), the only driver call once the device's ref
+   * exists: about 10 ns, where `cudaGetDevice` costs 30 to 40 ns.
    * @throws cuda_error if no usable driver or device exists.
    */
-  [[nodiscard]] Ref get_current() const { return get(detail::current_device()); }
+  [[nodiscard]] Ref get_current() const { return get(detail::current_device_fast()); }
 
   /**
    * @brief Makes `ref` the ref of `device`. The caller keeps its resource alive while the map
@@ -166,7 +168,7 @@ class per_device_resource_map {
   }
 
   /** @brief `set(current device, ref)`. */
-  Ref set_current(Ref ref) { return set(detail::current_device(), std::move(ref)); }
+  Ref set_current(Ref ref) { return set(detail::current_device_fast(), std::move(ref)); }
 
   /**
    * @brief Makes the factory's resource the ref of `device` again.
@@ -184,7 +186,7 @@ class per_device_resource_map {
   }
 
   /** @brief `reset(current device)`. */
-  Ref reset_current() { return reset(detail::current_device()); }
+  Ref reset_current() { return reset(detail::current_device_fast()); }
 
   /**
    * @brief The number of devices the map serves.
