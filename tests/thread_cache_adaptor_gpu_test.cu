@@ -1,0 +1,491 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// thread_cache_adaptor on a GPU: kernels prove that cached blocks keep stream order, that a stream
+// made at a destroyed stream's handle never races with the old stream's work, that capture makes
+// graph nodes, that an exhausted bounded pool recovers after the flush, and a stress test of 16
+// threads with 2 to 4 streams each. RMM_NEXT_STRESS_ITERATIONS sets the stress test's length
+// (iterations per thread, default 3000; fewer under compute-sanitizer).
+
+#include "support/kernels.cuh"
+#include "support/stream_guard.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/pool_options.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using rmm_next::async_device_resource;
+using rmm_next::thread_cache_adaptor;
+using rmm_next::thread_cache_options;
+using rmm_next::test::count_mismatches_kernel;
+using rmm_next::test::fill_kernel;
+using rmm_next::test::grid_for;
+using rmm_next::test::stream_guard;
+using rmm_next::test::block_size;
+using word = std::uint32_t;
+
+#define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+/** A device counter of mismatched words, read back at the end. */
+class mismatch_counter {
+ public:
+  mismatch_counter()
+  {
+    EXPECT_EQ(cudaMalloc(&count_, sizeof(*count_)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(count_, 0, sizeof(*count_)), cudaSuccess);
+  }
+  mismatch_counter(mismatch_counter const&)            = delete;
+  mismatch_counter& operator=(mismatch_counter const&) = delete;
+  ~mismatch_counter() { (void)cudaFree(count_); }
+
+  [[nodiscard]] unsigned long long* get() const noexcept { return count_; }
+  [[nodiscard]] unsigned long long read() const
+  {
+    unsigned long long host{};
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(&host, count_, sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+
+ private:
+  unsigned long long* count_{};
+};
+
+void fill(void* ptr, std::size_t bytes, word seed, cudaStream_t stream)
+{
+  std::size_t const n = bytes / sizeof(word);
+  fill_kernel<<<grid_for(n), block_size, 0, stream>>>(static_cast<word*>(ptr), n, seed);
+}
+
+void check(void const* ptr, std::size_t bytes, word seed, cudaStream_t stream, unsigned long long* out)
+{
+  std::size_t const n = bytes / sizeof(word);
+  count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
+    static_cast<word const*>(ptr), n, seed, out);
+}
+
+/** Writes `value` to every word of `out` again and again for `duration_ns`. */
+__global__ void keep_writing_kernel(word* out, std::size_t n, word value, unsigned long long duration_ns)
+{
+  unsigned long long const t0 = rmm_next::test::global_timer_ns();
+  long long const c0          = clock64();
+  do {
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+      static_cast<word volatile*>(out)[i] = value;
+    }
+  } while (rmm_next::test::global_timer_ns() - t0 < duration_ns &&
+           clock64() - c0 < static_cast<long long>(duration_ns) * 4);
+}
+
+async_device_resource owned_pool(std::size_t maximum = 0)
+{
+  rmm_next::pool_options options;
+  if (maximum != 0) { options.maximum_pool_size = maximum; }
+  return async_device_resource{options};
+}
+
+TEST(ThreadCacheAdaptorGpu, SameStreamReuseKeepsStreamOrder)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  mismatch_counter mismatches;
+  auto upstream = owned_pool();
+  thread_cache_adaptor<async_device_resource> cache{upstream};
+  void* p = cache.allocate(stream, 40000);
+  fill(p, 40000, 7, stream);
+  cache.deallocate(stream, p, 40000);
+  void* q = cache.allocate(stream, 39000);  // same class: the same block, ordered after the fill
+  ASSERT_EQ(q, p);
+  check(q, 39000, 7, stream, mismatches.get());
+  cache.deallocate(stream, q, 39000);
+  EXPECT_EQ(mismatches.read(), 0u);
+
+  auto const st = cache.statistics();
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.misses, 1u);
+  // The pool sees the block in use while it is cached, and nothing once it is flushed.
+  EXPECT_GE(upstream.statistics().used_bytes, 40960u);  // 40000 bytes' size class
+  EXPECT_GT(cache.flush(), 0u);
+  EXPECT_EQ(upstream.statistics().used_bytes, 0u);
+}
+
+TEST(ThreadCacheAdaptorGpu, OtherStreamsGetOtherBlocks)
+{
+  stream_guard a_guard;
+  cudaStream_t const a = a_guard;
+  stream_guard b_guard;
+  cudaStream_t const b = b_guard;
+  thread_cache_adaptor<async_device_resource> cache{owned_pool()};
+  void* p = cache.allocate(a, 1 << 16);
+  cache.deallocate(a, p, 1 << 16);
+  void* q = cache.allocate(b, 1 << 16);
+  EXPECT_NE(q, p);
+  EXPECT_EQ(cache.statistics().hits, 0u);
+  cache.deallocate(b, q, 1 << 16);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(ThreadCacheAdaptorGpu, AStreamMadeAtADestroyedStreamsHandleNeverRacesWithItsWork)
+{
+  constexpr std::size_t bytes = 1 << 16;
+  mismatch_counter mismatches;
+  thread_cache_adaptor<async_device_resource> cache{owned_pool()};
+  cudaStream_t old_stream{};
+  CHECK_CUDA(cudaStreamCreateWithFlags(&old_stream, cudaStreamNonBlocking));
+  void* p = cache.allocate(old_stream, bytes);
+  // The old stream keeps writing 0xdead into the block for 300 ms after it was freed there.
+  keep_writing_kernel<<<1, 256, 0, old_stream>>>(static_cast<word*>(p), bytes / sizeof(word),
+                                                 0xdead, 300'000'000ULL);
+  cache.deallocate(old_stream, p, bytes);
+  CHECK_CUDA(cudaStreamDestroy(old_stream));  // work still pending
+
+  std::vector<cudaStream_t> made;
+  cudaStream_t reused{};
+  for (int i = 0; i < 8 && reused == nullptr; ++i) {
+    cudaStream_t s{};
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (s == old_stream) {
+      reused = s;
+    } else {
+      made.push_back(s);
+    }
+  }
+  for (cudaStream_t s : made) {
+    CHECK_CUDA(cudaStreamDestroy(s));
+  }
+  if (reused == nullptr) {
+    GTEST_SKIP() << "the driver did not hand out the destroyed stream's handle again";
+  }
+  auto const before = cache.statistics();
+  void* q           = cache.allocate(reused, bytes);
+  fill(q, bytes, 42, reused);
+  check(q, bytes, 42, reused, mismatches.get());
+  auto const after = cache.statistics();
+  EXPECT_EQ(after.hits, before.hits);  // not served from the old stream's list
+  EXPECT_EQ(after.flushes, before.flushes + 1);
+  EXPECT_EQ(mismatches.read(), 0u);
+  cache.deallocate(reused, q, bytes);
+  CHECK_CUDA(cudaStreamSynchronize(reused));
+  CHECK_CUDA(cudaStreamDestroy(reused));
+}
+
+TEST(ThreadCacheAdaptorGpu, CaptureMakesGraphNodesAndNeverCachesGraphMemory)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  mismatch_counter mismatches;
+  thread_cache_adaptor<async_device_resource> cache{async_device_resource{}};
+  void* warm = cache.allocate(stream, 4096);
+  cache.deallocate(stream, warm, 4096);  // a cached block the capture must not take
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  auto const before = cache.statistics();
+
+  cudaGraph_t graph{};
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  void* p = cache.allocate(stream, 4096);
+  fill(p, 4096, 3, stream);
+  check(p, 4096, 3, stream, mismatches.get());
+  cache.deallocate(stream, p, 4096);
+  void* kept = cache.allocate(stream, 2048);  // freed after the capture, outside the graph
+  fill(kept, 2048, 5, stream);
+  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+
+  EXPECT_NE(p, warm);
+  std::size_t count{};
+  CHECK_CUDA(cudaGraphGetNodes(graph, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CHECK_CUDA(cudaGraphGetNodes(graph, nodes.data(), &count));
+  int allocs = 0;
+  int frees  = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    CHECK_CUDA(cudaGraphNodeGetType(node, &type));
+    allocs += type == cudaGraphNodeTypeMemAlloc;
+    frees += type == cudaGraphNodeTypeMemFree;
+  }
+  EXPECT_EQ(allocs, 2);
+  EXPECT_EQ(frees, 1);
+
+  cudaGraphExec_t exec{};
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(mismatches.read(), 0u);
+  cache.deallocate(stream, kept, 2048);  // graph memory: back to the pool, not into the cache
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+
+  auto const after = cache.statistics();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.bypasses, before.bypasses + 2);
+  EXPECT_EQ(after.cached_bytes, before.cached_bytes);
+  EXPECT_EQ(cache.allocate(stream, 4096), warm);  // the cache still works after the capture
+  cache.deallocate(stream, warm, 4096);
+}
+
+TEST(ThreadCacheAdaptorGpu, ABoundedPoolRecoversAfterTheFlush)
+{
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  auto upstream = owned_pool(64 * mib);
+  thread_cache_options options;
+  options.max_cached_bytes_per_thread = 64 * mib;
+  thread_cache_adaptor<async_device_resource> cache{upstream, options};
+  std::vector<void*> blocks;
+  for (int i = 0; i < 48; ++i) {
+    blocks.push_back(cache.allocate(stream, mib));
+  }
+  for (void* p : blocks) {
+    cache.deallocate(stream, p, mib);
+  }
+  ASSERT_EQ(cache.statistics().cached_bytes, 48 * mib);  // a full cache the pool counts as used
+  void* big = nullptr;
+  EXPECT_NO_THROW(big = cache.allocate(stream, 40 * mib));  // fits only after the flush
+  EXPECT_NE(big, nullptr);
+  auto const st = cache.statistics();
+  EXPECT_EQ(st.flushes, 1u);
+  EXPECT_EQ(st.cached_bytes, 0u);
+  mismatch_counter mismatches;
+  fill(big, 40 * mib, 9, stream);
+  check(big, 40 * mib, 9, stream, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  // Beyond the pool's maximum even with empty caches: out_of_memory, and the adaptor still works.
+  EXPECT_THROW((void)cache.allocate(stream, 32 * mib), rmm_next::out_of_memory);
+  cache.deallocate(stream, big, 40 * mib);
+  void* small = cache.allocate(stream, 1000);
+  EXPECT_NE(small, nullptr);
+  cache.deallocate(stream, small, 1000);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+TEST(ThreadCacheAdaptorGpu, EnableThreadCacheWrapsTheProcessWideResource)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  int const device                = 0;
+  auto const original             = rmm_next::get_per_device_resource_ref(device);
+  auto const wrapped              = rmm_next::enable_thread_cache(device);
+  rmm_next::device_async_resource_ref ref = rmm_next::get_per_device_resource_ref(device);
+  EXPECT_TRUE(wrapped == original);
+  EXPECT_FALSE(ref == original);
+  EXPECT_TRUE(rmm_next::enable_thread_cache(device) == original);  // once only
+  EXPECT_TRUE(rmm_next::get_per_device_resource_ref(device) == ref);
+  void* p = ref.allocate(stream, 3000);
+  ref.deallocate(stream, p, 3000);
+  EXPECT_EQ(ref.allocate(stream, 3000), p);
+  ref.deallocate(stream, p, 3000);
+  CHECK_CUDA(cudaSetDevice(device));
+  EXPECT_TRUE(rmm_next::get_current_device_resource_ref() == ref);
+  (void)rmm_next::set_per_device_resource_ref(device, original);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+TEST(ThreadCacheAdaptorGpu, CurrentDeviceFollowsSetDeviceOnEveryThread)
+{
+  int count{};
+  CHECK_CUDA(cudaGetDeviceCount(&count));
+  for (int d = 0; d < count; ++d) {
+    std::thread{[&, d] {
+      ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
+      EXPECT_EQ(rmm_next::detail::current_device_fast(), d);
+      EXPECT_TRUE(rmm_next::get_current_device_resource_ref() ==
+                  rmm_next::get_per_device_resource_ref(d));
+      int const other = (d + 1) % count;
+      ASSERT_EQ(cudaSetDevice(other), cudaSuccess);
+      EXPECT_EQ(rmm_next::detail::current_device_fast(), other);
+      ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
+      EXPECT_EQ(rmm_next::detail::current_device_fast(), d);
+    }}.join();
+  }
+  std::thread{[] {  // a fresh thread with no context yet: device 0, as cudaGetDevice says
+    EXPECT_EQ(rmm_next::detail::current_device_fast(), 0);
+  }}.join();
+}
+
+int stress_iterations()
+{
+  char const* env = std::getenv("RMM_NEXT_STRESS_ITERATIONS");
+  int const n     = env != nullptr ? std::atoi(env) : 0;
+  return n > 0 ? n : 3000;
+}
+
+/** A live block of the stress test: its pattern's seed and the stream of its last use. */
+struct live_block {
+  void* ptr;
+  std::size_t bytes;
+  word seed;
+  cudaStream_t stream;
+};
+
+/** A block passed to another thread, with an event marking the end of its last use. */
+struct handed_block {
+  live_block block;
+  cudaEvent_t done;
+};
+
+TEST(ThreadCacheAdaptorGpu, StressSixteenThreadsManyStreams)
+{
+  constexpr int threads = 16;
+  int const iterations  = stress_iterations();
+  std::printf("stress: %d threads x %d iterations\n", threads, iterations);
+  mismatch_counter mismatches;
+  auto upstream = owned_pool();
+  std::mutex mutex;
+  std::set<void*> live;  // every block some thread holds: none may be handed out twice
+  std::deque<handed_block> handoff;
+  int duplicates = 0;
+  {
+    thread_cache_options options;
+    options.max_cached_bytes_per_thread = 8 << 20;
+    thread_cache_adaptor<async_device_resource> cache{upstream, options};
+    auto take = [&](void* p) {
+      std::lock_guard lock{mutex};
+      duplicates += live.insert(p).second ? 0 : 1;
+    };
+    auto drop = [&](void* p) {
+      std::lock_guard lock{mutex};
+      live.erase(p);
+    };
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        std::mt19937 rng{static_cast<unsigned>(1234 + t)};
+        std::vector<cudaStream_t> streams(2 + t % 3);
+        for (auto& s : streams) {
+          EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+        }
+        std::vector<live_block> mine;
+        auto pick_stream = [&] { return streams[rng() % streams.size()]; };
+        auto free_block  = [&](live_block const& b, cudaStream_t on) {
+          check(b.ptr, b.bytes, b.seed, b.stream, mismatches.get());
+          drop(b.ptr);
+          if (on != b.stream) {  // order the free after the last use on the other stream
+            cudaEvent_t done{};
+            EXPECT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+            EXPECT_EQ(cudaEventRecord(done, b.stream), cudaSuccess);
+            EXPECT_EQ(cudaStreamWaitEvent(on, done), cudaSuccess);
+            EXPECT_EQ(cudaEventDestroy(done), cudaSuccess);
+          }
+          cache.deallocate(on, b.ptr, b.bytes);
+        };
+        for (int i = 0; i < iterations; ++i) {
+          unsigned const op = rng() % 8;
+          if (op < 4 && mine.size() < 24) {
+            cudaStream_t const s    = pick_stream();
+            std::size_t const bytes = (256 + rng() % (64 << 10)) & ~std::size_t{3};
+            word const seed         = rng();
+            void* p                 = cache.allocate(s, bytes);
+            take(p);
+            fill(p, bytes, seed, s);
+            mine.push_back({p, bytes, seed, s});
+          } else if (op < 6 && !mine.empty()) {
+            std::size_t const k = rng() % mine.size();
+            live_block const b  = mine[k];
+            mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(k));
+            free_block(b, rng() % 3 == 0 ? pick_stream() : b.stream);
+          } else if (op == 6 && !mine.empty()) {  // hand a block to another thread
+            live_block const b = mine.back();
+            mine.pop_back();
+            check(b.ptr, b.bytes, b.seed, b.stream, mismatches.get());
+            cudaEvent_t done{};
+            EXPECT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+            EXPECT_EQ(cudaEventRecord(done, b.stream), cudaSuccess);
+            std::lock_guard lock{mutex};
+            handoff.push_back({b, done});
+          } else if (op == 7) {
+            std::optional<handed_block> got;
+            {
+              std::lock_guard lock{mutex};
+              if (!handoff.empty()) {
+                got = handoff.front();
+                handoff.pop_front();
+              }
+            }
+            if (got) {  // adopt it on one of this thread's streams, check it, keep or free it
+              cudaStream_t const s = pick_stream();
+              EXPECT_EQ(cudaStreamWaitEvent(s, got->done), cudaSuccess);
+              EXPECT_EQ(cudaEventDestroy(got->done), cudaSuccess);
+              live_block b = got->block;
+              b.stream     = s;
+              if (rng() % 2 == 0) {
+                check(b.ptr, b.bytes, b.seed, s, mismatches.get());
+                mine.push_back(b);
+              } else {
+                free_block(b, s);
+              }
+            }
+          }
+          if (i % 250 == 249) {  // destroy a stream with work pending and make a new one
+            std::size_t const k = rng() % streams.size();
+            for (std::size_t j = 0; j < mine.size();) {
+              if (mine[j].stream == streams[k]) {
+                free_block(mine[j], streams[k]);
+                mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(j));
+              } else {
+                ++j;
+              }
+            }
+            EXPECT_EQ(cudaStreamDestroy(streams[k]), cudaSuccess);
+            EXPECT_EQ(cudaStreamCreateWithFlags(&streams[k], cudaStreamNonBlocking), cudaSuccess);
+          }
+        }
+        for (live_block const& b : mine) {
+          free_block(b, b.stream);
+        }
+        for (cudaStream_t s : streams) {
+          EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+          EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+        }
+      });
+    }
+    for (auto& w : workers) {
+      w.join();
+    }
+    stream_guard last_guard;
+    cudaStream_t const last = last_guard;
+    for (handed_block const& h : handoff) {
+      EXPECT_EQ(cudaStreamWaitEvent(last, h.done), cudaSuccess);
+      EXPECT_EQ(cudaEventDestroy(h.done), cudaSuccess);
+      check(h.block.ptr, h.block.bytes, h.block.seed, last, mismatches.get());
+      cache.deallocate(last, h.block.ptr, h.block.bytes);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(last));
+    auto const st = cache.statistics();
+    std::printf("stress: hits %llu, misses %llu, bypasses %llu, flushes %llu\n",
+                static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
+                static_cast<unsigned long long>(st.bypasses),
+                static_cast<unsigned long long>(st.flushes));
+    EXPECT_GT(st.hits, 0u);
+    cache.flush();  // the worker threads' caches went back when they exited; this one's now
+    EXPECT_EQ(cache.statistics().cached_bytes, 0u);
+  }
+  EXPECT_EQ(duplicates, 0);
+  EXPECT_EQ(mismatches.read(), 0u);
+  EXPECT_EQ(upstream.statistics().used_bytes, 0u);  // everything went back to the pool
+}
+
+}  // namespace
