@@ -28,3 +28,4 @@
 #include <rmm_next/resource_context.hpp>
 
 #include <rmm_next/statistics_adaptor.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>

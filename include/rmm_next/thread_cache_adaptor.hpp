@@ -9,6 +9,7 @@
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
@@ -99,7 +100,7 @@ class thread_cache_state final : public cache_backend {
   void release_blocks(std::vector<cached_block>& blocks) noexcept override
   {
     if (blocks.empty() || runtime_unloading().load(std::memory_order_relaxed)) { return; }
-    scoped_device const on_device{device_};
+    device_guard const on_device{device_, std::nothrow};
     // Allowed while another thread captures a stream: the synchronization captures nothing.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);

@@ -167,24 +167,4 @@ inline std::string version_string(int version)
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-/** @brief Makes `device` current for the guard's lifetime and restores the previous device. */
-class device_guard {
- public:
-  explicit device_guard(int device) : previous_{current_device()}
-  {
-    if (device != previous_) { RMM_NEXT_CUDA_TRY(cudaSetDevice(device)); }
-  }
-  device_guard(device_guard const&)            = delete;
-  device_guard& operator=(device_guard const&) = delete;
-  ~device_guard()
-  {
-    int now{};
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_) { (void)cudaSetDevice(previous_); }
-    (void)cudaGetLastError();
-  }
-
- private:
-  int previous_;
-};
-
 }  // namespace rmm_next::detail

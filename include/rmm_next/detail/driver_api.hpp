@@ -119,41 +119,4 @@ inline int current_device_fast()
   return current_device();
 }
 
-/**
- * @brief Makes `device` current for its lifetime (nothing for -1), then gives the thread back
- * exactly the context it had, also none: it never leaves a context made current on a device the
- * thread had not used. Never throws; `ok()` says whether `device` could be made current.
- */
-class scoped_device {
- public:
-  explicit scoped_device(int device) noexcept
-  {
-    int now{-1};
-    if (device < 0 || (cudaGetDevice(&now) == cudaSuccess && now == device)) { return; }
-    driver_api const& api = driver();
-    if (api.ctx_get_current == nullptr || api.ctx_set_current == nullptr ||
-        api.ctx_get_current(&saved_) != CUDA_SUCCESS) {
-      (void)cudaGetLastError();
-      ok_ = false;
-      return;
-    }
-    switched_ = cudaSetDevice(device) == cudaSuccess;
-    ok_       = switched_;
-    (void)cudaGetLastError();
-  }
-  scoped_device(scoped_device const&)            = delete;
-  scoped_device& operator=(scoped_device const&) = delete;
-  ~scoped_device()
-  {
-    if (switched_) { (void)driver().ctx_set_current(saved_); }
-  }
-
-  [[nodiscard]] bool ok() const noexcept { return ok_; }
-
- private:
-  CUcontext saved_{};
-  bool switched_{false};
-  bool ok_{true};
-};
-
 }  // namespace rmm_next::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
 

@@ -1,0 +1,81 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/driver_api.hpp>
+
+#include <cuda.h>  // types only
+#include <cuda_runtime_api.h>
+
+#include <new>
+
+namespace rmm_next::detail {
+
+/**
+ * @brief Makes a device current for its lifetime, then gives the thread back exactly the context
+ * it had, also none.
+ *
+ * Restoring by context, not by device number, matters: since CUDA 12 `cudaSetDevice` creates the
+ * device's primary context (hundreds of MB), so "restoring" device 0 on a thread that had no
+ * context would create one on a GPU the program never used. The guard leaves the runtime's error
+ * state alone unless its own call failed, so a pending error from the caller's kernel survives.
+ */
+class device_guard {
+ public:
+  /**
+   * @brief Makes `device` current.
+   * @throws cuda_error if it cannot.
+   */
+  explicit device_guard(int device)
+  {
+    if (cudaError_t const s = enter(device); s != cudaSuccess) {
+      throw_cuda_error(s, "cudaSetDevice", "rmm_next::device_guard");
+    }
+  }
+
+  /** @brief Makes `device` current if it can (nothing for -1); `ok()` says whether it did. */
+  device_guard(int device, std::nothrow_t) noexcept
+  {
+    if (device >= 0 && enter(device) != cudaSuccess) {
+      (void)cudaGetLastError();  // the failure is ours: clear it
+      ok_ = false;
+    }
+  }
+
+  device_guard(device_guard const&)            = delete;
+  device_guard& operator=(device_guard const&) = delete;
+
+  ~device_guard()
+  {
+    if (switched_) { (void)driver().ctx_set_current(saved_); }
+  }
+
+  /** @brief False when the nothrow constructor could not make the device current. */
+  [[nodiscard]] bool ok() const noexcept { return ok_; }
+
+ private:
+  cudaError_t enter(int device) noexcept
+  {
+    int now{-1};
+    if (cudaError_t const s = cudaGetDevice(&now); s != cudaSuccess) { return s; }
+    if (now == device) { return cudaSuccess; }
+    driver_api const& api = driver();
+    if (api.ctx_get_current == nullptr || api.ctx_set_current == nullptr ||
+        api.ctx_get_current(&saved_) != CUDA_SUCCESS) {
+      // No way to give the context back exactly: fall back to nothing but the switch itself.
+      return cudaErrorNotSupported;
+    }
+    if (cudaError_t const s = cudaSetDevice(device); s != cudaSuccess) { return s; }
+    switched_ = true;
+    return cudaSuccess;
+  }
+
+  CUcontext saved_{};
+  bool switched_{false};
+  bool ok_{true};
+};
+
+}  // namespace rmm_next::detail
