@@ -9,7 +9,7 @@
 #   BENCH_DIR  where the *_bench programs were built (e.g. build/default/benchmarks)
 #   OUT_DIR    gets <name>.json and <name>.log per benchmark, and context.json (GPU, driver, CUDA
 #              version, date)
-#   DOCS_DIR   where scripts/bench_report.py writes benchmarks.md and benchmarks.png
+#   DOCS_DIR   where benchmarks/bench_report.py writes benchmarks.md and benchmarks.png
 #              (default: the repository's docs/)
 # Environment:
 #   RMM_NEXT_BENCH_REPETITIONS  repetitions of each benchmark (default 5)
@@ -86,7 +86,7 @@ echo "benchmarks took $((SECONDS - start)) s"
 # ---- Report ------------------------------------------------------------------------------------
 results=$(find "$out_dir" -maxdepth 1 -name '*.json' ! -name context.json | wc -l)
 if [[ $results -gt 0 ]]; then
-  python3 "$root/scripts/bench_report.py" --results "$out_dir" --docs "$docs_dir" || status=1
+  python3 "$root/benchmarks/bench_report.py" --results "$out_dir" --docs "$docs_dir" || status=1
 else
   echo "no results; no report written"
   status=1
