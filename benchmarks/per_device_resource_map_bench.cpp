@@ -10,12 +10,27 @@
 // run. Each iteration, all threads first read the map 1024 times, wait for each other, then read
 // the baseline 1024 times and wait again, so both see the same contention. Counters:
 // map_ns_per_read and mutex_map_ns_per_read (time per read of one thread, averaged over the
-// threads) and mutex_map_over_map (how many times longer a baseline read takes).
+// threads) and mutex_map_over_map (how many times longer a baseline read takes). The barriers are
+// outside the timed phases; the iteration time Google Benchmark prints includes them (ignore it).
 //
-// get_current_device_resource_ref/threads:<n> (needs a GPU): the legacy free function, whose one
-// CUDA call is cudaGetDevice; beside it mutex_map_get_current (what RMM does: cudaGetDevice and a
-// mutex-guarded std::map lookup), get_per_device_resource_ref(device) (no CUDA call) and a bare
-// cudaGetDevice.
+// per_call/<what>/threads:<n> (needs a GPU): the cost of one call on one thread while <n> threads
+// make the same call, as counter ns_per_call (each thread times its own batches of calls; the
+// mean over the threads). <what>:
+//   get_current_device_resource_ref  the legacy free function (its one CUDA call: cudaGetDevice)
+//   mutex_map_get_current            what RMM does: cudaGetDevice + a mutex-guarded std::map
+//   get_per_device_resource_ref      the same map read with the device given: no CUDA call
+//   cudaGetDevice                    the bare runtime call
+//   cuCtxGetCurrent                  the driver call under it (through the runtime's entry-point
+//                                    lookup, so that nothing links libcuda)
+//   cudaGetDevice_no_context         cudaGetDevice on threads with no current CUDA context
+//
+// Every thread but the last variant first makes the device current (cudaSetDevice) and calls
+// once, as an application thread that uses the GPU has done. Earlier versions timed Google
+// Benchmark's fresh worker threads, on which no context was current, and read Google Benchmark's
+// iteration time as the cost of a call: that time is the wall time of one thread divided by the
+// iterations of all threads (with 16 threads, a 2 ns call shows as 0.1 ns), and a thread without
+// a current context takes the runtime's slow path. cudaGetDevice_no_context keeps that case
+// visible.
 
 #include "../tests/support/fake_resource.hpp"
 #include "support/bench_support.hpp"
@@ -25,6 +40,8 @@
 #include <rmm_next/resource_ref.hpp>
 
 #include <benchmark/benchmark.h>
+#include <cuda.h>  // types only: the driver calls are looked up through the runtime
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <atomic>
@@ -34,6 +51,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace {
@@ -131,62 +149,121 @@ BENCHMARK(map_read)->Threads(1)->Threads(4)->Threads(16)->UseRealTime();
 
 // ---- Needs a GPU: registered by bench_main.cpp once it found a device -------------------------
 
-void get_current_device_resource_ref(benchmark::State& state)
+constexpr int calls_per_batch = 256;
+
+/** How a thread meets the CUDA context before its timed calls. */
+enum class context_mode {
+  current,  ///< cudaSetDevice(device): the primary context is current, as in a GPU thread
+  none,     ///< no context current on the thread (cuCtxSetCurrent(nullptr))
+};
+
+/** The driver calls, looked up through the runtime (rmm-next never links libcuda). */
+struct driver_calls {
+  PFN_cuCtxGetCurrent_v4000 ctx_get_current{};
+  PFN_cuCtxSetCurrent_v4000 ctx_set_current{};
+
+  static driver_calls const& get()
+  {
+    static driver_calls const calls = [] {
+      driver_calls c;
+      auto lookup = [](char const* symbol, void** fn) {
+        cudaDriverEntryPointQueryResult found{};
+        if (cudaGetDriverEntryPointByVersion(symbol, fn, 4000, cudaEnableDefault, &found) !=
+              cudaSuccess ||
+            found != cudaDriverEntryPointSuccess) {
+          (void)cudaGetLastError();
+          *fn = nullptr;
+        }
+      };
+      lookup("cuCtxGetCurrent", reinterpret_cast<void**>(&c.ctx_get_current));
+      lookup("cuCtxSetCurrent", reinterpret_cast<void**>(&c.ctx_set_current));
+      return c;
+    }();
+    return calls;
+  }
+};
+
+/**
+ * Times `call` on this thread: batches of calls_per_batch calls, each batch timed with
+ * steady_clock, so the thread's own time per call is known whatever the other threads do.
+ * Counter ns_per_call: that time, averaged over the threads.
+ */
+template <class Call>
+void per_call(benchmark::State& state, int device, context_mode mode, Call call)
 {
   rmm_next_bench::guarded(state, [&] {
-    (void)rmm_next::get_current_device_resource_ref();  // the initial resource exists
-    for (auto _ : state) {
-      auto ref = rmm_next::get_current_device_resource_ref();
-      benchmark::DoNotOptimize(ref);
+    rmm_next_bench::check(cudaSetDevice(device), "cudaSetDevice");
+    if (mode == context_mode::none) {
+      auto const set_current = driver_calls::get().ctx_set_current;
+      if (set_current == nullptr || set_current(nullptr) != CUDA_SUCCESS) {
+        state.SkipWithError("cuCtxSetCurrent is not available from the driver");
+        return;
+      }
     }
-  });
-}
-
-void get_per_device_resource_ref(benchmark::State& state)
-{
-  rmm_next_bench::guarded(state, [&] {
-    int device{};
-    rmm_next_bench::check(cudaGetDevice(&device), "cudaGetDevice");
-    (void)rmm_next::get_per_device_resource_ref(device);
+    call();  // warm-up: the thread's first call, off the clock
+    double ns = 0.0;
     for (auto _ : state) {
-      auto ref = rmm_next::get_per_device_resource_ref(device);
-      benchmark::DoNotOptimize(ref);
+      auto const start = clock_type::now();
+      for (int i = 0; i < calls_per_batch; ++i) {
+        call();
+      }
+      ns += static_cast<double>(elapsed_ns(start));
     }
+    // Leave the thread as it found it (the main thread runs later benchmarks).
+    rmm_next_bench::check(cudaSetDevice(device), "cudaSetDevice");
+    double const calls = static_cast<double>(state.iterations()) * calls_per_batch;
+    state.SetItemsProcessed(static_cast<std::int64_t>(calls));
+    state.counters["ns_per_call"] =
+      benchmark::Counter(calls > 0 ? ns / calls : 0.0, benchmark::Counter::kAvgThreads);
   });
-}
-
-/** What RMM's get_current_device_resource_ref does: cudaGetDevice, then a mutex-guarded lookup. */
-void mutex_map_get_current(benchmark::State& state)
-{
-  auto& t = targets();
-  for (auto _ : state) {
-    int device{};
-    benchmark::DoNotOptimize(cudaGetDevice(&device));
-    std::lock_guard lock{t.mutex};
-    auto ref = t.baseline.find(device % map_devices)->second;
-    benchmark::DoNotOptimize(ref);
-  }
-}
-
-void bare_cuda_get_device(benchmark::State& state)
-{
-  for (auto _ : state) {
-    int device{};
-    benchmark::DoNotOptimize(cudaGetDevice(&device));
-    benchmark::DoNotOptimize(device);
-  }
 }
 
 void register_gpu_benchmarks()
 {
-  for (auto* b :
-       {benchmark::RegisterBenchmark("get_current_device_resource_ref",
-                                     get_current_device_resource_ref),
-        benchmark::RegisterBenchmark("mutex_map_get_current", mutex_map_get_current),
-        benchmark::RegisterBenchmark("get_per_device_resource_ref", get_per_device_resource_ref),
-        benchmark::RegisterBenchmark("cudaGetDevice", bare_cuda_get_device)}) {
+  int device{};
+  rmm_next_bench::check(cudaGetDevice(&device), "cudaGetDevice");
+  (void)rmm_next::get_current_device_resource_ref();  // the initial resource exists
+
+  auto add = [device](char const* what, context_mode mode, auto call) {
+    auto* b = benchmark::RegisterBenchmark(
+      (std::string{"per_call/"} + what).c_str(),
+      [device, mode, call](benchmark::State& state) { per_call(state, device, mode, call); });
     b->Threads(1)->Threads(4)->Threads(16)->UseRealTime()->MinTime(rmm_next_bench::min_time());
+  };
+
+  add("get_current_device_resource_ref", context_mode::current, [] {
+    auto ref = rmm_next::get_current_device_resource_ref();
+    benchmark::DoNotOptimize(ref);
+  });
+  add("mutex_map_get_current", context_mode::current, [&t = targets()] {
+    // What RMM's get_current_device_resource_ref does: cudaGetDevice, then a guarded lookup.
+    int current{};
+    benchmark::DoNotOptimize(cudaGetDevice(&current));
+    std::lock_guard lock{t.mutex};
+    auto ref = t.baseline.find(current % map_devices)->second;
+    benchmark::DoNotOptimize(ref);
+  });
+  add("get_per_device_resource_ref", context_mode::current, [device] {
+    auto ref = rmm_next::get_per_device_resource_ref(device);
+    benchmark::DoNotOptimize(ref);
+  });
+  add("cudaGetDevice", context_mode::current, [] {
+    int current{};
+    benchmark::DoNotOptimize(cudaGetDevice(&current));
+    benchmark::DoNotOptimize(current);
+  });
+  if (auto const get_current = driver_calls::get().ctx_get_current) {
+    add("cuCtxGetCurrent", context_mode::current, [get_current] {
+      CUcontext ctx{};
+      benchmark::DoNotOptimize(get_current(&ctx));
+      benchmark::DoNotOptimize(ctx);
+    });
   }
+  add("cudaGetDevice_no_context", context_mode::none, [] {
+    int current{};
+    benchmark::DoNotOptimize(cudaGetDevice(&current));
+    benchmark::DoNotOptimize(current);
+  });
 }
 
 rmm_next_bench::register_at_start const gpu_registration{&register_gpu_benchmarks};
