@@ -18,7 +18,8 @@
 //       and a block of wrapped pairs back to back (order alternating); counters raw_ns,
 //       wrapped_ns (medians over blocks, per pair) and ratio = wrapped_ns / raw_ns.
 //
-// Every variant synchronizes its stream after the same number of pairs, so none piles up frees.
+// Every variant synchronizes its stream after the same number of pairs, so none piles up frees,
+// and every run starts from a trimmed pool (reset_shared_pools), whatever ran before it.
 
 #include "support/bench_support.hpp"
 
@@ -167,7 +168,8 @@ void register_all()
           ("alloc_free/" + suffix).c_str(), &alloc_free<resource_type>, &resource, v, bytes)
           ->UseRealTime()
           ->MinTime(min_time())
-          ->Unit(benchmark::kNanosecond);
+          ->Unit(benchmark::kNanosecond)
+          ->Setup(&reset_shared_pools);
         if (v != variant::raw) {
           benchmark::RegisterBenchmark(("alloc_free_paired/" + suffix).c_str(),
                                        &alloc_free_paired<resource_type>,
@@ -176,7 +178,8 @@ void register_all()
                                        bytes)
             ->UseRealTime()
             ->Iterations(paired_iterations)
-            ->Unit(benchmark::kMicrosecond);
+            ->Unit(benchmark::kMicrosecond)
+            ->Setup(&reset_shared_pools);
         }
       }
     }

@@ -8,7 +8,8 @@
 // (pairs per second of wall-clock time).
 //
 // thread_scaling/<resource>/<variant>/<bytes>/real_time/threads:<n>, variant raw (the pool
-// calls) or resource.
+// calls) or resource. Each run starts from a trimmed pool (reset_shared_pools), as alloc_free's
+// do, so that the 1-thread runs measure what alloc_free/<resource>/<variant>/256 measures.
 
 #include "support/bench_support.hpp"
 
@@ -64,6 +65,7 @@ void register_all()
       auto* b =
         benchmark::RegisterBenchmark(name.c_str(), &thread_scaling<resource_type>, &resource, raw);
       b->UseRealTime()->MinTime(min_time())->Unit(benchmark::kNanosecond);
+      b->Setup(&reset_shared_pools);  // every run from an empty pool, as alloc_free's
       for (int threads = 1; threads <= max_threads; threads *= 2) {
         b->Threads(threads);
       }

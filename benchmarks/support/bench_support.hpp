@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -168,6 +169,33 @@ void for_each_resource(Fn&& fn)
   if (auto* r = shared_resource<rmm_next::async_device_resource>()) { fn(*r); }
   if (auto* r = shared_resource<rmm_next::async_managed_resource>()) { fn(*r); }
   if (auto* r = shared_resource<rmm_next::async_pinned_resource>()) { fn(*r); }
+}
+
+/**
+ * @brief Prepares `pool` for a run: waits for the device, returns the pool's unused memory to the
+ * system and resets its high-water marks (reserved and used), so that each run starts from an
+ * empty pool whatever ran before it. Not timed: call it from a Setup hook.
+ *
+ * Without it a run inherits the blocks earlier runs left in the pool, freed on other streams
+ * (thread_scaling's 16 threads) or of other sizes, and its allocations take other driver paths
+ * than in a run that had the pool to itself: with random interleaving, the same benchmark then
+ * differs from run to run and between programs.
+ */
+inline void reset_pool(cudaMemPool_t pool)
+{
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  std::uint64_t zero = 0;  // cuuint64_t
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero),
+        "cudaMemPoolSetAttribute(ReservedMemHigh)");
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero),
+        "cudaMemPoolSetAttribute(UsedMemHigh)");
+}
+
+/** @brief Setup hook: reset_pool on the pool of each shared resource. */
+inline void reset_shared_pools(benchmark::State const&)
+{
+  for_each_resource([](auto& resource) { reset_pool(resource.pool_handle()); });
 }
 
 /** @brief One raw `cudaMallocFromPoolAsync` + `cudaFreeAsync` pair on `pool`. */
