@@ -1,0 +1,126 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// Mixed sizes from several threads (issue 8): each thread keeps 64 live blocks of 256 B to 64 KiB
+// and each iteration frees a random one and allocates a new random size in its place (see
+// support/mixed_pattern.hpp). items_per_second: alloc+free pairs per second over all threads.
+//
+// mixed_pattern/<layout>/<peer>/real_time/threads:<n>, n = 1, 2, 4, 8, 16; layout:
+//   own_stream     each thread its own non-blocking stream
+//   shared_stream  one stream shared by all threads
+//   four_streams   4 streams per thread; block i is allocated and freed on stream i % 4
+// peer (this file; mixed_pattern_rmm_peers.cpp adds RMM's in mixed_pattern_rmm_bench):
+//   raw                    cudaMallocFromPoolAsync / cudaFreeAsync on the device's current pool
+//   async_device_resource  rmm_next::async_device_resource on that pool
+//   thread_cache           rmm_next::thread_cache_adaptor<async_device_resource>, default options
+// Every thread synchronizes its streams every 4096 pairs and at the end.
+//
+// Counters: peak_in_use_bytes (the bytes the threads held, summed over each thread's peak),
+// peak_reserved_bytes (the pool's ReservedMemHigh over the run: device memory it mapped),
+// peak_pool_used_bytes (the pool's UsedMemHigh: what it handed out, thread caches included);
+// thread_cache also hit_rate (hits / allocations over the run). Each run starts from a trimmed
+// pool, an empty cache and reset high-water marks (Setup, not timed).
+
+#include "support/bench_support.hpp"
+#include "support/mixed_pattern.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace {
+
+using namespace rmm_next_bench;
+
+/** @brief The driver calls themselves, on the pool async_device_resource uses. */
+struct raw_peer : mixed::driver_pool_memory<raw_peer> {
+  static constexpr char const* name = "raw";
+
+  cudaMemPool_t pool_;
+
+  static raw_peer* instance()
+  {
+    return mixed::made_once<raw_peer>(
+      [] { return raw_peer{{}, rmm_next::async_device_resource{}.pool_handle()}; });
+  }
+
+  [[nodiscard]] cudaMemPool_t pool() const { return pool_; }
+  void* allocate(cudaStream_t stream, std::size_t bytes)
+  {
+    void* ptr{};
+    check(cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream), "cudaMallocFromPoolAsync");
+    return ptr;
+  }
+  void deallocate(cudaStream_t stream, void* ptr, std::size_t) noexcept
+  {
+    (void)cudaFreeAsync(ptr, stream);
+  }
+};
+
+/** @brief rmm_next::async_device_resource on the device's current pool. */
+struct resource_peer : mixed::resource_calls<resource_peer>,
+                       mixed::driver_pool_memory<resource_peer> {
+  static constexpr char const* name = "async_device_resource";
+
+  rmm_next::async_device_resource resource_;
+
+  static resource_peer* instance()
+  {
+    return mixed::made_once<resource_peer>(
+      [] { return resource_peer{{}, {}, rmm_next::async_device_resource{}}; });
+  }
+
+  rmm_next::async_device_resource& resource() { return resource_; }
+  [[nodiscard]] cudaMemPool_t pool() const { return resource_.pool_handle(); }
+};
+
+/** @brief rmm_next::thread_cache_adaptor over async_device_resource, default options. */
+struct thread_cache_peer : mixed::resource_calls<thread_cache_peer> {
+  static constexpr char const* name = "thread_cache";
+  using adaptor                     = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
+
+  adaptor cache;
+  rmm_next::thread_cache_statistics at_start{};
+
+  static thread_cache_peer* instance()
+  {
+    return mixed::made_once<thread_cache_peer>([] {
+      return thread_cache_peer{
+        {}, adaptor{rmm_next::async_device_resource{}, rmm_next::thread_cache_options{}}};
+    });
+  }
+
+  adaptor& resource() { return cache; }
+  void before_run()
+  {
+    cache.flush();  // every run starts with empty caches
+    reset_pool(cache.upstream_resource().pool_handle());
+    at_start = cache.statistics();
+  }
+  void after_run(benchmark::State& state)
+  {
+    mixed::report_pool_peaks(state, cache.upstream_resource().pool_handle());
+    auto const now    = cache.statistics();
+    auto const hits   = static_cast<double>(now.hits - at_start.hits);
+    auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
+                        static_cast<double>(now.bypasses - at_start.bypasses);
+    state.counters["hit_rate"] = allocs > 0 ? hits / allocs : 0.0;
+  }
+};
+
+void register_all()
+{
+  mixed::register_peer<raw_peer>();
+  mixed::register_peer<resource_peer>();
+  mixed::register_peer<thread_cache_peer>();
+}
+
+register_at_start const registration{&register_all};
+
+}  // namespace
