@@ -65,7 +65,8 @@ for file in librmm/include/rmm/mr/arena_memory_resource.hpp librmm/include/rapid
 done
 
 echo
-echo "RMM $(cat "$dest/librmm/VERSION" 2>/dev/null || echo "$rmm_version") is in $dest. Configure with:"
+version=$(cat "$dest/librmm/VERSION" 2>/dev/null || echo "$rmm_version")
+echo "RMM $version is in $dest. Configure with:"
 echo "  -DRMM_NEXT_RMM_ROOT=$dest"
 echo "(RMM's own CMake package, which needs CMake >= 4.0, is under the prefixes"
 echo "  $dest/librmm;$dest/rapids_logger)"

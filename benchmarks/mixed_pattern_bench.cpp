@@ -46,8 +46,9 @@ struct raw_peer : mixed::driver_pool_memory<raw_peer> {
 
   static raw_peer* instance()
   {
-    return mixed::made_once<raw_peer>(
-      [] { return raw_peer{{}, rmm_next::async_device_resource{}.pool_handle()}; });
+    return mixed::made_once<raw_peer>([] {
+      return raw_peer{{}, rmm_next::async_device_resource{}.pool_handle()};
+    });
   }
 
   [[nodiscard]] cudaMemPool_t pool() const { return pool_; }
@@ -72,8 +73,9 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 
   static resource_peer* instance()
   {
-    return mixed::made_once<resource_peer>(
-      [] { return resource_peer{{}, {}, rmm_next::async_device_resource{}}; });
+    return mixed::made_once<resource_peer>([] {
+      return resource_peer{{}, {}, rmm_next::async_device_resource{}};
+    });
   }
 
   rmm_next::async_device_resource& resource() { return resource_; }
@@ -83,7 +85,7 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 /** @brief rmm_next::thread_cache_adaptor over async_device_resource, default options. */
 struct thread_cache_peer : mixed::resource_calls<thread_cache_peer> {
   static constexpr char const* name = "thread_cache";
-  using adaptor                     = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
+  using adaptor = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
 
   adaptor cache;
   rmm_next::thread_cache_statistics at_start{};

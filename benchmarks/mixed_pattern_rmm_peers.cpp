@@ -29,8 +29,8 @@
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 
 #include <benchmark/benchmark.h>
-#include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
+#include <cuda/stream_ref>
 
 #include <cstdint>
 
@@ -54,7 +54,7 @@ struct counted_peer : mixed::resource_calls<Derived> {
   }
   void after_run(benchmark::State& state)
   {
-    auto const run_bytes = upstream.pop_counters().first;
+    auto const run_bytes                  = upstream.pop_counters().first;
     state.counters["peak_reserved_bytes"] = static_cast<double>(held_at_start + run_bytes.peak);
   }
 };
@@ -93,8 +93,9 @@ struct cuda_async_peer : mixed::resource_calls<cuda_async_peer>,
 
   static cuda_async_peer* instance()
   {
-    return mixed::made_once<cuda_async_peer>(
-      [] { return cuda_async_peer{{}, {}, rmm::mr::cuda_async_memory_resource{}}; });
+    return mixed::made_once<cuda_async_peer>([] {
+      return cuda_async_peer{{}, {}, rmm::mr::cuda_async_memory_resource{}};
+    });
   }
 
   rmm::mr::cuda_async_memory_resource& resource() { return resource_; }

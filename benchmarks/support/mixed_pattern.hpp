@@ -24,8 +24,8 @@
 #include "bench_support.hpp"
 
 #include <benchmark/benchmark.h>
-#include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
+#include <cuda/stream_ref>
 
 #include <algorithm>
 #include <array>
@@ -40,11 +40,11 @@
 
 namespace rmm_next_bench::mixed {
 
-inline constexpr std::size_t live_blocks     = 64;
-inline constexpr std::size_t min_bytes       = 256;
-inline constexpr std::size_t max_bytes       = std::size_t{64} << 10;
+inline constexpr std::size_t live_blocks        = 64;
+inline constexpr std::size_t min_bytes          = 256;
+inline constexpr std::size_t max_bytes          = std::size_t{64} << 10;
 inline constexpr std::size_t streams_per_thread = 4;
-inline constexpr std::size_t sequence_length = std::size_t{1} << 14;  // a power of two
+inline constexpr std::size_t sequence_length    = std::size_t{1} << 14;  // a power of two
 
 /** @brief How the threads use streams. */
 enum class layout {
@@ -146,9 +146,9 @@ void run(benchmark::State& state, Peer* peer, layout l)
     std::size_t next = 0;
     std::size_t n    = 0;
     for (auto _ : state) {
-      step const s        = steps[next];
-      next                = (next + 1) & (sequence_length - 1);
-      block& b            = live[s.slot];
+      step const s              = steps[next];
+      next                      = (next + 1) & (sequence_length - 1);
+      block& b                  = live[s.slot];
       cudaStream_t const stream = streams[s.slot & stream_mask];
       peer->deallocate(stream, b.ptr, b.bytes);
       live_bytes -= b.bytes;
@@ -187,9 +187,8 @@ void register_peer()
   if (peer == nullptr) { return; }
   (void)all_streams();
   for (layout const l : layouts) {
-    std::string const name =
-      std::string{"mixed_pattern/"} + name_of(l) + "/" + Peer::name;
-    auto* b = benchmark::RegisterBenchmark(name.c_str(), &run<Peer>, peer, l);
+    std::string const name = std::string{"mixed_pattern/"} + name_of(l) + "/" + Peer::name;
+    auto* b                = benchmark::RegisterBenchmark(name.c_str(), &run<Peer>, peer, l);
     b->UseRealTime()->MinTime(min_time())->Unit(benchmark::kNanosecond)->Setup(&before_run<Peer>);
     for (int threads = 1; threads <= max_threads; threads *= 2) {
       b->Threads(threads);
@@ -217,7 +216,8 @@ Peer* made_once(Make make)
   return peer ? &*peer : nullptr;
 }
 
-/** @brief allocate/deallocate of a peer through `Derived::resource()`, a stream-ordered resource. */
+/** @brief allocate/deallocate of a peer through `Derived::resource()`, a stream-ordered resource.
+ */
 template <class Derived>
 struct resource_calls {
   void* allocate(cudaStream_t stream, std::size_t bytes)
