@@ -15,12 +15,21 @@
 #   RMM_NEXT_BENCH_REPETITIONS  repetitions of each benchmark (default 5)
 #   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
 #   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
-# About one to two minutes with the defaults. Exits non-zero when a benchmark or the report
-# failed; the report is made from whatever did run (a program that failed leaves no JSON).
+#   RMM_NEXT_BENCH_ALLOW_DEBUG  1: run even when Google Benchmark is a debug build
+# About three minutes with the defaults. Exits non-zero when a benchmark or the report failed;
+# the report is made from whatever did run (a program that failed leaves no JSON).
+#
+# Google Benchmark must be a Release build: Debian's libbenchmark-dev is built without NDEBUG and
+# reports library_build_type "debug", and this script stops before running anything (exit 3).
+# benchmarks/build_google_benchmark.sh PREFIX builds a Release one; configure the benchmarks with
+# -Dbenchmark_DIR=PREFIX/lib/cmake/benchmark. mixed_pattern_rmm_bench (RMM peers, built with
+# -DRMM_NEXT_RMM_ROOT, see benchmarks/fetch_rmm.sh) runs instead of mixed_pattern_bench when
+# built: it holds the same benchmarks and RMM's. Its librmm.so and librapids_logger.so, like
+# libbenchmark.so, are copied next to the programs at build time and found through $ORIGIN.
 set -uo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 ]]; then
-  sed -n '8,19p' "$0" >&2
+  sed -n '8,29p' "$0" >&2
   exit 64
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,7 +41,33 @@ repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
 benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
-            nvtx)
+            nvtx mixed_pattern mixed_pattern_rmm)
+if [[ -x $bench_dir/mixed_pattern_rmm_bench ]]; then  # it runs the same benchmarks and more
+  benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
+              nvtx mixed_pattern_rmm)
+fi
+
+# ---- Google Benchmark must be a Release build ----------------------------------------------------
+# One short CPU-only benchmark, only for the library_build_type of the JSON context.
+probe=$bench_dir/per_device_resource_map_bench
+gbench_build=unknown
+if [[ -x $probe ]]; then
+  "$probe" --benchmark_filter='^map_read/.*threads:1$' --benchmark_repetitions=1 \
+    --benchmark_out="$out_dir/probe.json.tmp" --benchmark_out_format=json >/dev/null 2>&1
+  gbench_build=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["context"].get("library_build_type", "unknown"))' \
+                 "$out_dir/probe.json.tmp" 2>/dev/null || echo unknown)
+  rm -f "$out_dir/probe.json.tmp"
+fi
+echo "Google Benchmark: $gbench_build build"
+if [[ $gbench_build == debug && ${RMM_NEXT_BENCH_ALLOW_DEBUG:-0} != 1 ]]; then
+  echo "refusing to run: the Google Benchmark these programs use is a debug build (Debian's" \
+       "libbenchmark is built without NDEBUG). Build a Release one with" \
+       "benchmarks/build_google_benchmark.sh PREFIX, reconfigure with" \
+       "-Dbenchmark_DIR=PREFIX/lib/cmake/benchmark and rebuild; or set" \
+       "RMM_NEXT_BENCH_ALLOW_DEBUG=1 to run anyway (the report then says so)." >&2
+  exit 3
+fi
 
 # ---- Context: GPU, driver, CUDA version, date ---------------------------------------------------
 gpu_csv=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
@@ -40,7 +75,8 @@ smi_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/
 nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')
 commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)
 GPU_CSV=$gpu_csv SMI_CUDA=$smi_cuda NVCC_VERSION=$nvcc_version COMMIT=$commit \
-REPETITIONS=$repetitions python3 - "$out_dir/context.json" <<'EOF' || exit 1
+REPETITIONS=$repetitions GBENCH_BUILD=$gbench_build \
+python3 - "$out_dir/context.json" <<'EOF' || exit 1
 import datetime, json, os, sys
 name, _, driver = os.environ["GPU_CSV"].partition(",")
 ctx = {
@@ -52,6 +88,7 @@ ctx = {
     "repetitions": int(os.environ["REPETITIONS"]),
     "min_time": float(os.environ["RMM_NEXT_BENCH_MIN_TIME"]),
     "git_commit": os.environ["COMMIT"],
+    "google_benchmark_build_type": os.environ["GBENCH_BUILD"],
 }
 with open(sys.argv[1], "w") as f:
     json.dump(ctx, f, indent=2)
