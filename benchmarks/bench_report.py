@@ -41,6 +41,7 @@ class Results:
         data = json.loads(path.read_text())
         self.context = data.get("context", {})
         self.rows: dict[tuple, dict] = {}
+        self.spread: dict[tuple, dict] = {}  # standard deviation over repetitions, same fields
         self.errors: list[str] = []
         plain = defaultdict(list)
         for b in data.get("benchmarks", []):
@@ -52,18 +53,24 @@ class Results:
             if b.get("run_type") == "aggregate":
                 if b.get("aggregate_name") == "median":
                     self.rows[key] = b
+                elif b.get("aggregate_name") == "stddev":
+                    self.spread[key] = b
             else:
                 plain[key].append(b)
         for key, runs in plain.items():
             if key in self.rows:
                 continue
-            merged = {}
+            merged, spread = {}, {}
             for field, value in runs[0].items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    merged[field] = statistics.median(r.get(field, value) for r in runs)
+                    values = [r.get(field, value) for r in runs]
+                    merged[field] = statistics.median(values)
+                    spread[field] = statistics.stdev(values) if len(values) > 1 else 0.0
                 else:
-                    merged[field] = value
+                    merged[field] = spread[field] = value
             self.rows[key] = merged
+            if len(runs) > 1:
+                self.spread[key] = spread
 
     def get(self, *tokens: str, threads: int = 1) -> dict | None:
         return self.rows.get((tuple(tokens), threads))
@@ -74,9 +81,25 @@ class Results:
             return None
         return float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")]
 
+    def time_spread_ns(self, *tokens: str, threads: int = 1) -> float | None:
+        """Standard deviation of the time over repetitions, in ns (None without repetitions)."""
+        row = self.spread.get((tuple(tokens), threads))
+        if row is None or "real_time" not in row:
+            return None
+        return float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")]
+
     def counter(self, name: str, *tokens: str, threads: int = 1) -> float | None:
         row = self.get(*tokens, threads=threads)
         return None if row is None or name not in row else float(row[name])
+
+    def counter_spread(self, name: str, *tokens: str, threads: int = 1) -> float | None:
+        row = self.spread.get((tuple(tokens), threads))
+        return None if row is None or name not in row else float(row[name])
+
+    def threads_of(self, *prefix: str) -> list[int]:
+        """Thread counts of the rows whose name starts with `prefix`."""
+        n = len(prefix)
+        return sorted({k[1] for k in self.rows if k[0][:n] == tuple(prefix)})
 
 
 def load(results_dir: Path) -> tuple[dict, dict[str, Results]]:
@@ -256,13 +279,14 @@ def random_section(res: Results) -> list[str]:
     return out + [""]
 
 
-def thread_section(res: Results) -> list[str]:
+def thread_section(res: Results, latency: Results | None) -> list[str]:
     out = intro(
         "Thread scaling",
         "Alloc+free pairs of 256 B from one shared pool, each thread on its own stream. Total "
-        "pairs per second over all threads (millions), median.",
+        "pairs per second over all threads (millions), median. Every run starts from a trimmed "
+        "pool, as the latency runs do.",
     )
-    threads = sorted({k[1] for k in res.rows if k[0] and k[0][0] == "thread_scaling"})
+    threads = res.threads_of("thread_scaling")
     rows = []
     for r in RESOURCES:
         for v in ["raw", "resource"]:
@@ -274,7 +298,225 @@ def thread_section(res: Results) -> list[str]:
             if any(c != "–" for c in cells):
                 rows.append([r, v] + cells)
     out += table(["memory", "variant"] + [f"{t} thr" for t in threads], rows)
-    return out + [""]
+    out.append("")
+    if latency is not None:
+        # One thread here runs the loop of alloc_free/<memory>/<variant>/256: they must agree.
+        check_rows = []
+        for r in RESOURCES:
+            for v in ["raw", "resource"]:
+                row = res.get("thread_scaling", r, v, "256", threads=1)
+                single = None
+                if row is not None and row.get("items_per_second"):
+                    single = 1e9 / float(row["items_per_second"])
+                lat = latency.time_ns("alloc_free", r, v, "256")
+                if single is None and lat is None:
+                    continue
+                q = ratio(single, lat)
+                verdict = "–" if q is None else ("agree" if abs(q - 1) <= 0.15 else
+                                                 "**differ: rerun or look into it**")
+                check_rows.append([r, v, fmt(single), fmt(lat), fmt(q, 3), verdict])
+        if check_rows:
+            out += [
+                "One thread of this benchmark runs the loop of the latency benchmark at 256 B; "
+                "their ns per pair should agree (within 15 %):",
+                "",
+            ]
+            out += table(["memory", "variant", "1 thread ns/pair", "latency table ns",
+                          "ratio", "check"], check_rows, align=["l", "l", "r", "r", "r", "l"])
+            out.append("")
+    return out
+
+
+# ---- Mixed pattern (issue 8) ------------------------------------------------------------------
+
+MIXED_PEERS = [
+    ("raw", "raw pool calls"),
+    ("async_device_resource", "async_device_resource"),
+    ("thread_cache", "thread_cache_adaptor"),
+    ("rmm_arena", "RMM arena"),
+    ("rmm_pool", "RMM pool"),
+    ("rmm_cuda_async", "RMM cuda_async"),
+]
+MIXED_LAYOUTS = [
+    ("own_stream", "(a) a stream per thread"),
+    ("shared_stream", "(b) one stream shared by all threads"),
+    ("four_streams", "(c) 4 streams per thread"),
+]
+MIB = float(1 << 20)
+
+
+def mixed_ips(res: Results, layout: str, peer: str, threads: int) -> float | None:
+    row = res.get("mixed_pattern", layout, peer, threads=threads)
+    return None if row is None or "items_per_second" not in row else float(row["items_per_second"])
+
+
+def mixed_section(res: Results) -> list[str]:
+    out = intro(
+        "Mixed sizes from several threads (issue 8)",
+        "Each thread keeps 64 live blocks of 256 B to 64 KiB (uniform); each iteration frees a "
+        "random live block and allocates a new random size in its place, on the stream of that "
+        "block; streams are synchronized every 4096 pairs. Same sizes and slots for every peer. "
+        "*raw*: `cudaMallocFromPoolAsync` / `cudaFreeAsync` on the device's current pool; "
+        "*async_device_resource* on that pool; *thread_cache_adaptor* over it (default options); "
+        "*RMM arena* and *RMM pool* (initial size 0) over RMM's `cuda_memory_resource`, and *RMM "
+        "cuda_async* (its own driver pool): RMM 26.10 in the same program. Each resource is made "
+        "once per process; driver pools are trimmed and thread caches flushed before every run. "
+        "Total alloc+free pairs per second over all threads (millions), median.",
+    )
+    threads = res.threads_of("mixed_pattern")
+    peers = [(p, label) for p, label in MIXED_PEERS
+             if any(res.get("mixed_pattern", l, p, threads=t) for l, _ in MIXED_LAYOUTS
+                    for t in threads)]
+    for layout, title in MIXED_LAYOUTS:
+        rows = []
+        for peer, label in peers:
+            cells = [fmt(None if (v := mixed_ips(res, layout, peer, t)) is None else v / 1e6, 2)
+                     for t in threads]
+            if any(c != "–" for c in cells):
+                rows.append([label] + cells)
+        if rows:
+            out += [f"### {title}", ""]
+            out += table(["peer"] + [f"{t} thr" for t in threads], rows, text_columns=1)
+            out.append("")
+
+    # thread_cache_adaptor against each peer: ratio of pairs per second (> 1: the cache is faster).
+    baselines = [(p, label) for p, label in peers if p not in ("thread_cache",)]
+    ratio_rows = []
+    for layout, title in MIXED_LAYOUTS:
+        for peer, label in baselines:
+            cells = [fmt(ratio(mixed_ips(res, layout, "thread_cache", t),
+                               mixed_ips(res, layout, peer, t)), 2) for t in threads]
+            if any(c != "–" for c in cells):
+                ratio_rows.append([layout, f"÷ {label}"] + cells)
+    if ratio_rows:
+        out += ["### thread_cache_adaptor ÷ each peer", "",
+                "Pairs per second of `thread_cache_adaptor` divided by the peer's, per layout "
+                "and thread count: above 1, the thread cache is faster.", ""]
+        out += table(["layout", "ratio"] + [f"{t} thr" for t in threads], ratio_rows)
+        out.append("")
+
+    hit_cells = []
+    for layout, _ in MIXED_LAYOUTS:
+        cells = [fmt(None if (h := res.counter("hit_rate", "mixed_pattern", layout,
+                                               "thread_cache", threads=t)) is None
+                     else h * 100, 1) for t in threads]
+        if any(c != "–" for c in cells):
+            hit_cells.append([layout, "hit rate %"] + cells)
+    if hit_cells:
+        out += table(["layout", "thread_cache_adaptor"] + [f"{t} thr" for t in threads],
+                     hit_cells)
+        out.append("")
+
+    mem_rows = []
+    for layout, _ in MIXED_LAYOUTS:
+        in_use = []
+        for t in threads:
+            values = [v for p, _ in peers
+                      if (v := res.counter("peak_in_use_bytes", "mixed_pattern", layout, p,
+                                           threads=t)) is not None]
+            in_use.append(max(values) if values else None)
+        if not any(v is not None for v in in_use):
+            continue
+        mem_rows.append([layout, "in use (the benchmark's blocks)"] +
+                        [fmt(None if v is None else v / MIB, 1) for v in in_use])
+        for peer, label in peers:
+            cells = []
+            for t, used in zip(threads, in_use):
+                reserved = res.counter("peak_reserved_bytes", "mixed_pattern", layout, peer,
+                                       threads=t)
+                if reserved is None:
+                    cells.append("–")
+                    continue
+                q = ratio(reserved, used)
+                cells.append(f"{reserved / MIB:,.1f}" + ("" if q is None else f" ({q:,.1f}×)"))
+            if any(c != "–" for c in cells):
+                mem_rows.append([layout, f"reserved: {label}"] + cells)
+    if mem_rows:
+        out += [
+            "### Peak memory",
+            "",
+            "MiB at the peak of each run. *In use*: what the benchmark's threads held (each "
+            "thread's peak, summed). *Reserved*: device memory the peer took from the system "
+            "during the run: a driver pool's `ReservedMemHigh` (trimmed before the run); for RMM "
+            "arena and pool, what they held from `cudaMalloc` (counted by RMM's "
+            "`statistics_resource_adaptor`), which includes what they took in earlier runs and "
+            "kept, and for the arena its whole arena (by default half of the free device memory, "
+            "taken at construction). In brackets: reserved ÷ in use.",
+            "",
+        ]
+        out += table(["layout", "bytes"] + [f"{t} thr" for t in threads], mem_rows)
+        out.append("")
+    return out
+
+
+# ---- Per-device refs ---------------------------------------------------------------------------
+
+PER_CALL = [
+    ("get_current_device_resource_ref", "`get_current_device_resource_ref()`"),
+    ("mutex_map_get_current", "RMM's way: `cudaGetDevice` + mutex-guarded `std::map`"),
+    ("get_per_device_resource_ref", "`get_per_device_resource_ref(device)` (no CUDA call)"),
+    ("cudaGetDevice", "`cudaGetDevice`"),
+    ("cuCtxGetCurrent", "`cuCtxGetCurrent` (driver)"),
+    ("cudaGetDevice_no_context", "`cudaGetDevice` on a thread with no current context"),
+]
+
+
+def per_device_section(res: Results, target_ns: float, summary: list[str]) -> list[str]:
+    out = intro(
+        "Reading the current resource",
+        "Cost of one call on one thread while *n* threads make the same call: each thread "
+        "times its own batches of 256 calls (after making the device current and calling once, "
+        "as a thread that uses the GPU has done); median over repetitions of the mean over "
+        "threads, ns per call. Not Google Benchmark's iteration time, which with *n* threads "
+        "is one thread's wall time over the iterations of all threads (1/*n* of a call).",
+    )
+    threads = res.threads_of("per_call")
+    rows = []
+    for what, label in PER_CALL:
+        cells = []
+        for t in threads:
+            v = res.counter("ns_per_call", "per_call", what, threads=t)
+            sd = res.counter_spread("ns_per_call", "per_call", what, threads=t)
+            spread = "" if sd is None else f" ± {sd:.1f}"
+            cells.append("–" if v is None else fmt(v, 1) + spread)
+        if any(c != "–" for c in cells):
+            rows.append([label] + cells)
+    if rows:
+        out += table(["call"] + [f"{t} thr ns" for t in threads], rows, text_columns=1)
+        out.append("")
+    current = {t: res.counter("ns_per_call", "per_call", "get_current_device_resource_ref",
+                              threads=t) for t in threads}
+    checked = {t: v for t, v in current.items() if v is not None and t in (1, max(threads))}
+    if checked:
+        over = [f"{t} thread{'s' if t > 1 else ''} ({v:.1f} ns)" for t, v in checked.items()
+                if v > target_ns]
+        verdict = (
+            f"`get_current_device_resource_ref()`: "
+            + ", ".join(f"{v:.1f} ns at {t} thread{'s' if t > 1 else ''}"
+                        for t, v in checked.items())
+            + f"; target ≤ {target_ns:g} ns: "
+            + ("met." if not over else "not met at " + ", ".join(over) + ".")
+        )
+        out += [verdict, ""]
+        summary.append(verdict)
+
+    map_rows = []
+    for t in res.threads_of("map_read"):
+        m = res.counter("map_ns_per_read", "map_read", threads=t)
+        b = res.counter("mutex_map_ns_per_read", "map_read", threads=t)
+        if m is None and b is None:
+            continue
+        map_rows.append([str(t), fmt(m, 2), fmt(b, 2), fmt(ratio(b, m), 1)])
+    if map_rows:
+        out += [
+            "`per_device_resource_map::get` against a mutex-guarded `std::map` (no CUDA call), "
+            "ns per read of one thread, averaged over the threads:",
+            "",
+        ]
+        out += table(["threads", "map ns", "mutex map ns", "mutex map ÷ map"], map_rows,
+                     text_columns=1)
+        out.append("")
+    return out
 
 
 def sync_section(res: Results) -> list[str]:
@@ -337,7 +579,9 @@ STANDARD_FIELDS = {
 
 
 def generic_section(title: str, res: Results) -> list[str]:
-    out = [f"## {title}", "", "Medians; time per iteration, counters as the program set them.", ""]
+    out = [f"## {title}", "",
+           "Medians; time per iteration of one thread (Google Benchmark's time × threads), "
+           "counters as the program set them.", ""]
     rows = []
     for (tokens, threads), row in sorted(res.rows.items()):
         ips = row.get("items_per_second")
@@ -347,11 +591,11 @@ def generic_section(title: str, res: Results) -> list[str]:
         )
         rows.append([
             "/".join(tokens), str(threads),
-            fmt(float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")], 1),
+            fmt(float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")] * threads, 1),
             fmt(None if ips is None else ips / 1e6, 3),
             counters or "–",
         ])
-    out += table(["benchmark", "threads", "ns", "M items/s", "counters"], rows,
+    out += table(["benchmark", "threads", "ns per thread", "M items/s", "counters"], rows,
                  align=["l", "r", "r", "r", "l"])
     return out + [""]
 
@@ -369,8 +613,19 @@ def chart(runs: dict[str, Results], path: Path, title: str) -> bool:
         print("warning: matplotlib is not installed; no chart written", file=sys.stderr)
         return False
 
-    fig, axes = plt.subplots(2, 2, figsize=(14, 9))
+    mixed = runs.get("mixed_pattern_rmm") or runs.get("mixed_pattern")
+    # Two rows of two panels (latency, scaling, random, sync) when any of them ran, then the
+    # mixed-pattern row of three.
+    top = 2 if any(n in runs for n in ("alloc_free", "thread_scaling", "random_allocations",
+                                         "allocate_sync")) else 0
+    rows = top + (1 if mixed is not None else 0)
+    if rows == 0:
+        return False
+    fig = plt.figure(figsize=(16, 4.6 * rows))
+    grid = fig.add_gridspec(rows, 6)
+    axes = [[fig.add_subplot(grid[r, 0:3]), fig.add_subplot(grid[r, 3:6])] for r in range(top)]
     fig.suptitle(title, fontsize=11)
+    colors = {"device": "tab:blue", "managed": "tab:orange", "pinned": "tab:green"}
 
     def grouped_bars(ax, groups, series, value, ticks, title, ylabel, log=False):
         """One bar per (group, series); value(group, series) -> height or None."""
@@ -392,68 +647,155 @@ def chart(runs: dict[str, Results], path: Path, title: str) -> bool:
     def scaled(value, factor):
         return None if value is None else value / factor
 
-    res = runs.get("alloc_free")
-    if res is not None:
-        groups = [(r, s) for r in RESOURCES for s in sizes_of(res, "alloc_free")
-                  if res.time_ns("alloc_free", r, "raw", str(s)) is not None]
-        grouped_bars(axes[0][0], groups, ["raw"] + WRAPPED,
-                     lambda g, v: res.time_ns("alloc_free", g[0], v, str(g[1])),
-                     [f"{r}\n{size_label(s)}" for r, s in groups],
-                     "Allocate + free latency", "ns per alloc+free (median)")
-    else:
-        axes[0][0].set_visible(False)
+    if top:
+        # Latency: medians with the spread of the repetitions, on an axis that starts near the data
+        # (a zero-based axis hides the few-percent differences this panel is about).
+        ax = axes[0][0]
+        res = runs.get("alloc_free")
+        if res is not None:
+            groups = [(r, s) for r in RESOURCES for s in sizes_of(res, "alloc_free")
+                      if res.time_ns("alloc_free", r, "raw", str(s)) is not None]
+            variants = ["raw"] + WRAPPED
+            markers = {"raw": "s", "resource": "o", "ref": "^", "current": "D"}
+            width = 0.8 / len(variants)
+            for i, v in enumerate(variants):
+                xs, ys, errs = [], [], []
+                for x, (r, s) in enumerate(groups):
+                    y = res.time_ns("alloc_free", r, v, str(s))
+                    if y is None:
+                        continue
+                    xs.append(x - 0.4 + width * (i + 0.5))
+                    ys.append(y)
+                    errs.append(res.time_spread_ns("alloc_free", r, v, str(s)) or 0.0)
+                ax.errorbar(xs, ys, yerr=errs, fmt=markers[v], capsize=3, markersize=5,
+                            label=v if v != "raw" else "raw (pool calls)",
+                            mfc="none" if v == "raw" else None)
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels([f"{r}\n{size_label(s)}" for r, s in groups], fontsize=8)
+            for x in range(1, len(groups)):
+                ax.axvline(x - 0.5, color="0.85", linewidth=0.8)
+            ax.set_ylabel("ns per alloc+free (median ± sd)")
+            ax.set_title("Allocate + free latency (axis not from zero)")
+            ax.grid(axis="y", color="0.9")
+            ax.legend(fontsize=8, ncol=4, framealpha=0.9)
+        else:
+            ax.set_visible(False)
 
-    ax = axes[0][1]
-    res = runs.get("thread_scaling")
-    if res is not None:
-        threads = sorted({k[1] for k in res.rows if k[0] and k[0][0] == "thread_scaling"})
-        for r, color in zip(RESOURCES, ["tab:blue", "tab:orange", "tab:green"]):
-            for v, style in [("raw", "--"), ("resource", "-")]:
-                ys = []
+        ax = axes[0][1]
+        res = runs.get("thread_scaling")
+        if res is not None:
+            threads = res.threads_of("thread_scaling")
+            styles = {"raw": ("--", "s", "none", "raw pool calls"),
+                      "resource": ("-", "o", None, "rmm-next resource")}
+            for r in RESOURCES:
+                for v, (line, marker, face, label) in styles.items():
+                    ys = []
+                    for t in threads:
+                        row = res.get("thread_scaling", r, v, "256", threads=t)
+                        ips = None if row is None else row.get("items_per_second")
+                        ys.append(float("nan") if ips is None else ips / 1e6)
+                    if any(y == y for y in ys):
+                        ax.plot(threads, ys, linestyle=line, marker=marker, mfc=face,
+                                color=colors[r], label=f"{r}: {label}")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(threads)
+            ax.set_xticklabels([str(t) for t in threads])
+            ax.set_xlabel("threads")
+            ax.set_ylabel("M pairs/s, all threads")
+            ax.set_title("Thread scaling (256 B; dashed, hollow: raw)")
+            ax.legend(fontsize=7, handlelength=3.5)
+        else:
+            ax.set_visible(False)
+
+        res_random = runs.get("random_allocations")
+        if res_random is not None:
+            groups = [(r, s) for r in RESOURCES for s in sizes_of(res_random, "random_allocations")
+                      if res_random.get("random_allocations", r, "resource", str(s)) is not None]
+            grouped_bars(axes[1][0], groups, ["cuda", "raw_pool", "resource"],
+                         lambda g, v: scaled(
+                             res_random.time_ns("random_allocations", g[0], v, str(g[1])), 1e3),
+                         [f"{r}\n≤{size_label(s)}" for r, s in groups],
+                         "Random allocations", "µs per sequence (median, log)", log=True)
+        else:
+            axes[1][0].set_visible(False)
+
+        res_sync = runs.get("allocate_sync")
+        if res_sync is not None:
+            groups = [(r, v) for r in RESOURCES for v in ["raw", "resource"]
+                      if res_sync.get("allocate_sync", r, v, "idle", "65536") is not None]
+            grouped_bars(axes[1][1], groups, ["idle", "busy"],
+                         lambda g, load: scaled(
+                             res_sync.time_ns("allocate_sync", g[0], g[1], load, "65536"), 1e3),
+                         [f"{r}\n{v}" for r, v in groups],
+                         "allocate_sync, GPU idle vs busy", "µs per pair (median)")
+        else:
+            axes[1][1].set_visible(False)
+
+    if mixed is not None:
+        threads = mixed.threads_of("mixed_pattern")
+        styles = {"raw": ("tab:gray", "s", "--"), "async_device_resource": ("tab:blue", "o", "-"),
+                  "thread_cache": ("tab:red", "*", "-"), "rmm_arena": ("tab:green", "^", ":"),
+                  "rmm_pool": ("tab:purple", "v", ":"), "rmm_cuda_async": ("tab:brown", "D", ":")}
+        shared_ax = None
+        for i, (layout, layout_title) in enumerate(MIXED_LAYOUTS):
+            ax = fig.add_subplot(grid[top, 2 * i:2 * i + 2], sharey=shared_ax)
+            shared_ax = shared_ax or ax
+            for peer, label in MIXED_PEERS:
+                ys, errs = [], []
                 for t in threads:
-                    row = res.get("thread_scaling", r, v, "256", threads=t)
-                    ys.append(None if row is None else row.get("items_per_second", 0) / 1e6)
-                if any(y is not None for y in ys):
-                    ax.plot(threads, [y or 0 for y in ys], style, color=color, marker="o",
-                            label=f"{r} {v}")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(threads)
-        ax.set_xticklabels([str(t) for t in threads])
-        ax.set_xlabel("threads")
-        ax.set_ylabel("M pairs/s, all threads")
-        ax.set_title("Thread scaling (256 B)")
-        ax.legend(fontsize=7)
-    else:
-        ax.set_visible(False)
-
-    res_random = runs.get("random_allocations")
-    if res_random is not None:
-        groups = [(r, s) for r in RESOURCES for s in sizes_of(res_random, "random_allocations")
-                  if res_random.get("random_allocations", r, "resource", str(s)) is not None]
-        grouped_bars(axes[1][0], groups, ["cuda", "raw_pool", "resource"],
-                     lambda g, v: scaled(
-                         res_random.time_ns("random_allocations", g[0], v, str(g[1])), 1e3),
-                     [f"{r}\n≤{size_label(s)}" for r, s in groups],
-                     "Random allocations", "µs per sequence (median, log)", log=True)
-    else:
-        axes[1][0].set_visible(False)
-
-    res_sync = runs.get("allocate_sync")
-    if res_sync is not None:
-        groups = [(r, v) for r in RESOURCES for v in ["raw", "resource"]
-                  if res_sync.get("allocate_sync", r, v, "idle", "65536") is not None]
-        grouped_bars(axes[1][1], groups, ["idle", "busy"],
-                     lambda g, load: scaled(
-                         res_sync.time_ns("allocate_sync", g[0], g[1], load, "65536"), 1e3),
-                     [f"{r}\n{v}" for r, v in groups],
-                     "allocate_sync, GPU idle vs busy", "µs per pair (median)")
-    else:
-        axes[1][1].set_visible(False)
+                    ips = mixed_ips(mixed, layout, peer, t)
+                    sd = mixed.counter_spread("items_per_second", "mixed_pattern", layout, peer,
+                                              threads=t)
+                    ys.append(float("nan") if ips is None else ips / 1e6)
+                    errs.append(0.0 if sd is None else sd / 1e6)
+                if all(y != y for y in ys):
+                    continue
+                color, marker, line = styles[peer]
+                ax.errorbar(threads, ys, yerr=errs, color=color, marker=marker, linestyle=line,
+                            capsize=2, label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(threads)
+            ax.set_xticklabels([str(t) for t in threads])
+            ax.set_xlabel("threads")
+            if i == 0:
+                ax.set_ylabel("M pairs/s, all threads (log)")
+            ax.set_title(f"Mixed 256 B–64 KiB: {layout_title}", fontsize=10)
+            ax.grid(which="both", color="0.92")
+            ax.legend(fontsize=7, handlelength=3)
 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+# How to rerun: kept in every generated benchmarks.md.
+REPRODUCING = [
+    "## Reproducing",
+    "",
+    "On the GPU machine, from the repository root. Google Benchmark must be a Release build "
+    "(Debian's `libbenchmark-dev` is built without `NDEBUG` and reports itself as *debug*; "
+    "`run_all.sh` refuses its results unless `RMM_NEXT_BENCH_ALLOW_DEBUG=1`). RMM 26.10 comes "
+    "from its PyPI wheels. Both scripts need the network once; without it on the GPU machine, "
+    "run them on another x86_64 Linux machine and carry the two folders over (they hold no "
+    "absolute path).",
+    "",
+    "```sh",
+    "benchmarks/build_google_benchmark.sh ../gbench-release   # Release libbenchmark",
+    "benchmarks/fetch_rmm.sh ../rmm-wheels                    # librmm-cu13 + rapids-logger",
+    "cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DRMM_NEXT_BUILD_TESTS=OFF \\",
+    "  -DRMM_NEXT_BUILD_EXAMPLES=OFF -Dbenchmark_DIR=$PWD/../gbench-release/lib/cmake/benchmark \\",
+    "  -DRMM_NEXT_RMM_ROOT=$PWD/../rmm-wheels",
+    "cmake --build build/bench -j",
+    "benchmarks/run_all.sh build/bench/benchmarks bench-results",
+    "```",
+    "",
+    "Without `RMM_NEXT_RMM_ROOT`, `mixed_pattern_bench` runs without the RMM peers. The build "
+    "copies `libbenchmark.so`, `librmm.so` and `librapids_logger.so` next to the programs, "
+    "which find them through `$ORIGIN`.",
+    "",
+]
 
 
 # ---- Main --------------------------------------------------------------------------------------
@@ -467,6 +809,8 @@ def main() -> int:
                         help="where benchmarks.md and benchmarks.png go (default: docs/)")
     parser.add_argument("--overhead-target", type=float, default=3.0,
                         help="overhead over the raw call, in percent, marked in the tables")
+    parser.add_argument("--current-ref-target", type=float, default=15.0,
+                        help="ns per get_current_device_resource_ref() call, at 1 and 16 threads")
     args = parser.parse_args()
 
     context, runs = load(args.results)
@@ -475,6 +819,8 @@ def main() -> int:
         return 1
     gb_context = next(iter(runs.values())).context
     target = args.overhead_target / 100.0
+    debug_builds = sorted(name for name, res in runs.items()
+                          if res.context.get("library_build_type") == "debug")
 
     gpu = context.get("gpu_name") or gb_context.get("gpu_name", "unknown GPU")
     driver = context.get("driver_version", "unknown")
@@ -505,6 +851,13 @@ def main() -> int:
     if context.get("git_commit"):
         md.append(f"| commit | `{context['git_commit']}` |")
     md.append("")
+    if debug_builds:
+        md += [
+            "**Warning: made with a debug build of Google Benchmark (" + ", ".join(debug_builds)
+            + "): its assertions ran during the measurements. Build a Release one with "
+            "`benchmarks/build_google_benchmark.sh` and rerun.**",
+            "",
+        ]
 
     summary: list[str] = []
     body: list[str] = []
@@ -513,12 +866,20 @@ def main() -> int:
     if "random_allocations" in runs:
         body += random_section(runs["random_allocations"])
     if "thread_scaling" in runs:
-        body += thread_section(runs["thread_scaling"])
+        body += thread_section(runs["thread_scaling"], runs.get("alloc_free"))
+    # mixed_pattern_rmm_bench runs every peer of mixed_pattern_bench too, in the same program.
+    mixed_name = "mixed_pattern_rmm" if "mixed_pattern_rmm" in runs else "mixed_pattern"
+    if mixed_name in runs:
+        body += mixed_section(runs[mixed_name])
     if "allocate_sync" in runs:
         body += sync_section(runs["allocate_sync"])
     if "nvtx" in runs:
         body += nvtx_section(runs["nvtx"], target)
-    known = {"alloc_free", "random_allocations", "thread_scaling", "allocate_sync", "nvtx"}
+    if "per_device_resource_map" in runs:
+        body += per_device_section(runs["per_device_resource_map"], args.current_ref_target,
+                                   summary)
+    known = {"alloc_free", "random_allocations", "thread_scaling", "allocate_sync", "nvtx",
+             "mixed_pattern", "mixed_pattern_rmm", "per_device_resource_map"}
     for name, res in runs.items():
         if name not in known:
             body += generic_section(name.replace("_", " ").capitalize(), res)
@@ -534,15 +895,7 @@ def main() -> int:
     md += body
     if errors:
         md += ["## Benchmarks that reported errors", ""] + [f"- {e}" for e in errors] + [""]
-    md += [
-        "## Reproducing",
-        "",
-        "```sh",
-        "cmake --preset default && cmake --build build/default",
-        "benchmarks/run_all.sh build/default/benchmarks bench-results",
-        "```",
-        "",
-    ]
+    md += REPRODUCING
     (args.docs / "benchmarks.md").write_text("\n".join(md))
     print(f"wrote {args.docs / 'benchmarks.md'}" + (" and benchmarks.png" if has_chart else ""))
     return 0 if has_chart else 2
