@@ -333,6 +333,7 @@ MIXED_PEERS = [
     ("raw", "raw pool calls"),
     ("async_device_resource", "async_device_resource"),
     ("thread_cache", "thread_cache_adaptor"),
+    ("thread_cache_no_capture", "thread_cache_adaptor, detect_capture = false"),
     ("rmm_arena", "RMM arena"),
     ("rmm_pool", "RMM pool"),
     ("rmm_cuda_async", "RMM cuda_async"),
@@ -380,7 +381,8 @@ def mixed_section(res: Results) -> list[str]:
             out.append("")
 
     # thread_cache_adaptor against each peer: ratio of pairs per second (> 1: the cache is faster).
-    baselines = [(p, label) for p, label in peers if p not in ("thread_cache",)]
+    baselines = [(p, label) for p, label in peers
+                 if p not in ("thread_cache", "thread_cache_no_capture")]
     ratio_rows = []
     for layout, title in MIXED_LAYOUTS:
         for peer, label in baselines:
@@ -734,7 +736,9 @@ def chart(runs: dict[str, Results], path: Path, title: str) -> bool:
     if mixed is not None:
         threads = mixed.threads_of("mixed_pattern")
         styles = {"raw": ("tab:gray", "s", "--"), "async_device_resource": ("tab:blue", "o", "-"),
-                  "thread_cache": ("tab:red", "*", "-"), "rmm_arena": ("tab:green", "^", ":"),
+                  "thread_cache": ("tab:red", "*", "-"),
+                  "thread_cache_no_capture": ("tab:orange", "P", "-."),
+                  "rmm_arena": ("tab:green", "^", ":"),
                   "rmm_pool": ("tab:purple", "v", ":"), "rmm_cuda_async": ("tab:brown", "D", ":")}
         shared_ax = None
         for i, (layout, layout_title) in enumerate(MIXED_LAYOUTS):

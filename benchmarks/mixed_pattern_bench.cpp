@@ -15,6 +15,7 @@
 //   raw                    cudaMallocFromPoolAsync / cudaFreeAsync on the device's current pool
 //   async_device_resource  rmm_next::async_device_resource on that pool
 //   thread_cache           rmm_next::thread_cache_adaptor<async_device_resource>, default options
+//   thread_cache_no_capture  the same with detect_capture = false
 // Every thread synchronizes its streams every 4096 pairs and at the end.
 //
 // Counters: peak_in_use_bytes (the bytes the threads held, summed over each thread's peak),
@@ -82,9 +83,13 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
   [[nodiscard]] cudaMemPool_t pool() const { return resource_.pool_handle(); }
 };
 
-/** @brief rmm_next::thread_cache_adaptor over async_device_resource, default options. */
-struct thread_cache_peer : mixed::resource_calls<thread_cache_peer> {
-  static constexpr char const* name = "thread_cache";
+/**
+ * @brief rmm_next::thread_cache_adaptor over async_device_resource: default options, or with
+ * `detect_capture = false` (no capture queries).
+ */
+template <bool DetectCapture>
+struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture>> {
+  static constexpr char const* name = DetectCapture ? "thread_cache" : "thread_cache_no_capture";
   using adaptor = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
 
   adaptor cache;
@@ -93,8 +98,9 @@ struct thread_cache_peer : mixed::resource_calls<thread_cache_peer> {
   static thread_cache_peer* instance()
   {
     return mixed::made_once<thread_cache_peer>([] {
-      return thread_cache_peer{
-        {}, adaptor{rmm_next::async_device_resource{}, rmm_next::thread_cache_options{}}};
+      rmm_next::thread_cache_options options;
+      options.detect_capture = DetectCapture;
+      return thread_cache_peer{{}, adaptor{rmm_next::async_device_resource{}, options}};
     });
   }
 
@@ -120,7 +126,8 @@ void register_all()
 {
   mixed::register_peer<raw_peer>();
   mixed::register_peer<resource_peer>();
-  mixed::register_peer<thread_cache_peer>();
+  mixed::register_peer<thread_cache_peer<true>>();
+  mixed::register_peer<thread_cache_peer<false>>();
 }
 
 register_at_start const registration{&register_all};
