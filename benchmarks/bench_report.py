@@ -235,7 +235,7 @@ def alloc_free_section(res: Results, target: float, summary: list[str]) -> list[
         summary.append(verdict)
     if worst_current is not None:
         note = (
-            "Through `get_current_device_resource_ref()` (a map read and a `cudaGetDevice` per "
+            "Through `get_current_device_resource_ref()` (a map read and a `cuCtxGetCurrent` per "
             f"pair), the largest overhead is {(worst_current[0] - 1) * 100:+.1f} % "
             f"({worst_current[1]})."
         )

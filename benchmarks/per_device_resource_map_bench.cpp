@@ -16,7 +16,7 @@
 // per_call/<what>/threads:<n> (needs a GPU): the cost of one call on one thread while <n> threads
 // make the same call, as counter ns_per_call (each thread times its own batches of calls; the
 // mean over the threads). <what>:
-//   get_current_device_resource_ref  the legacy free function (its one CUDA call: cudaGetDevice)
+//   get_current_device_resource_ref  the legacy free function (its one CUDA call: cuCtxGetCurrent)
 //   mutex_map_get_current            what RMM does: cudaGetDevice + a mutex-guarded std::map
 //   get_per_device_resource_ref      the same map read with the device given: no CUDA call
 //   cudaGetDevice                    the bare runtime call
