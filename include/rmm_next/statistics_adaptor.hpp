@@ -8,6 +8,7 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/cccl30_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -128,7 +129,8 @@ struct statistics_adaptor_nvtx;
  */
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI statistics_adaptor
-  : public cuda::forward_property<statistics_adaptor<Upstream>, Upstream> {
+  : public cuda::forward_property<statistics_adaptor<Upstream>, Upstream>,
+    public detail::cccl30_members<statistics_adaptor<Upstream>> {
  public:
   /** @brief Counts what goes to `upstream`, from zero. */
   explicit statistics_adaptor(Upstream upstream)
@@ -187,38 +189,9 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
     detail::sync_deallocate(upstream_, ptr, bytes, alignment);
   }
 
-  /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)
-  /// @{
-  /** @brief Same as `allocate_sync`. */
-  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    return allocate_sync(bytes, alignment);
-  }
-  /** @brief Same as `deallocate_sync`. */
-  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
-    requires detail::synchronous_upstream<Upstream>
-  {
-    deallocate_sync(ptr, bytes, alignment);
-  }
-  /** @brief Same as `allocate(stream, bytes, alignment)`. */
-  [[nodiscard]] void* allocate_async(std::size_t bytes,
-                                     std::size_t alignment,
-                                     cuda::stream_ref stream)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    return allocate(stream, bytes, alignment);
-  }
-  /** @brief Same as `deallocate(stream, ptr, bytes, alignment)`. */
-  void deallocate_async(void* ptr,
-                        std::size_t bytes,
-                        std::size_t alignment,
-                        cuda::stream_ref stream) noexcept
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    deallocate(stream, ptr, bytes, alignment);
-  }
-  /// @}
+  /// CCCL 3.0's names of the members above.
+  using detail::cccl30_members<statistics_adaptor<Upstream>>::allocate;
+  using detail::cccl30_members<statistics_adaptor<Upstream>>::deallocate;
 
   /** @brief The counters now: bytes and allocations, each current, peak and total. */
   [[nodiscard]] allocation_statistics statistics() const noexcept { return counters_->snapshot(); }

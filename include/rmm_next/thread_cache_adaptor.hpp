@@ -8,6 +8,7 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/cccl30_members.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
@@ -203,7 +204,9 @@ int device_of_upstream(Upstream const& upstream)
  */
 template <class Upstream>
   requires detail::stream_ordered_upstream<Upstream>
-class thread_cache_adaptor : public cuda::forward_property<thread_cache_adaptor<Upstream>, Upstream> {
+class thread_cache_adaptor
+  : public cuda::forward_property<thread_cache_adaptor<Upstream>, Upstream>,
+    public detail::cccl30_members<thread_cache_adaptor<Upstream>> {
  public:
   /**
    * @brief Caches in front of `upstream`, with the limits of `options`.
@@ -310,36 +313,9 @@ class thread_cache_adaptor : public cuda::forward_property<thread_cache_adaptor<
     detail::sync_deallocate(state_->upstream_, ptr, bytes, alignment);
   }
 
-  /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)
-  /// @{
-  /** @brief Same as `allocate_sync`. */
-  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    return allocate_sync(bytes, alignment);
-  }
-  /** @brief Same as `deallocate_sync`. */
-  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
-    requires detail::synchronous_upstream<Upstream>
-  {
-    deallocate_sync(ptr, bytes, alignment);
-  }
-  /** @brief Same as `allocate(stream, bytes, alignment)`. */
-  [[nodiscard]] void* allocate_async(std::size_t bytes,
-                                     std::size_t alignment,
-                                     cuda::stream_ref stream)
-  {
-    return allocate(stream, bytes, alignment);
-  }
-  /** @brief Same as `deallocate(stream, ptr, bytes, alignment)`. */
-  void deallocate_async(void* ptr,
-                        std::size_t bytes,
-                        std::size_t alignment,
-                        cuda::stream_ref stream) noexcept
-  {
-    deallocate(stream, ptr, bytes, alignment);
-  }
-  /// @}
+  /// CCCL 3.0's names of the members above.
+  using detail::cccl30_members<thread_cache_adaptor<Upstream>>::allocate;
+  using detail::cccl30_members<thread_cache_adaptor<Upstream>>::deallocate;
 
   /**
    * @brief Returns every thread's cached blocks upstream now (after synchronizing the device).
