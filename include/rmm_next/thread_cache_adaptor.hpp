@@ -67,7 +67,7 @@ struct thread_cache_statistics {
   std::uint64_t hits;          ///< allocations served from a cache
   std::uint64_t misses;        ///< cacheable allocations that went upstream
   std::uint64_t bypasses;      ///< allocations never cacheable: too large, over-aligned, captured
-  std::uint64_t cached_bytes;  ///< bytes held in the caches of live threads now
+  std::uint64_t cached_bytes;  ///< bytes cached by live threads, or waiting to go back, now
   std::uint64_t flushes;       ///< times cached blocks went back upstream in a batch
 };
 
@@ -98,31 +98,50 @@ class thread_cache_state final : public cache_backend {
     registry_->caches.clear();
   }
 
-  void release_blocks(std::vector<cached_block>& blocks) noexcept override
+  std::size_t release_blocks(std::vector<cached_block>& blocks) noexcept override
   {
-    if (blocks.empty() || runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return 0; }
+    std::lock_guard lock{deferred_mutex_};
+    std::vector<cached_block>* work = &deferred_;  // with the blocks of earlier refused calls
+    try {
+      deferred_.insert(deferred_.end(), blocks.begin(), blocks.end());
+      blocks.clear();
+    } catch (...) {  // std::bad_alloc: `blocks` alone, this time
+      work = &blocks;
+    }
+    if (work->empty()) { return 0; }
     device_guard const on_device{device_, std::nothrow};
-    // Allowed while another thread captures a stream: the synchronization captures nothing.
+    // Relaxed: this thread may synchronize while another thread captures a stream.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
     cudaError_t const status = on_device.ok() ? cudaDeviceSynchronize() : cudaErrorInvalidDevice;
     (void)cudaThreadExchangeStreamCaptureMode(&mode);
-    (void)cudaGetLastError();
-    // Without a driver or device no GPU work exists; otherwise the blocks may still be in use
-    // when the synchronization failed, and must stay out of the pool.
+    if (status != cudaSuccess) { (void)cudaGetLastError(); }  // ours; a caller's error stays
+    // Without a driver or device no GPU work exists. Otherwise, if the synchronization failed
+    // (refused during another thread's capture, or a lost context), the blocks may still be in
+    // use: they wait for a later release.
     if (status != cudaSuccess && status != cudaErrorInsufficientDriver &&
         status != cudaErrorNoDevice) {
-      report_release_failure(status, "thread_cache_adaptor: cudaDeviceSynchronize");
-      return;
+      deferred_bytes_.store(bytes_of(deferred_), std::memory_order_relaxed);
+      return 0;
     }
     cuda::stream_ref const stream{cudaStreamPerThread};
-    for (cached_block const& b : blocks) {
+    std::size_t bytes = 0;
+    for (cached_block const& b : *work) {
       stream_deallocate(upstream_, stream, b.ptr, b.bytes, default_alignment);
+      bytes += b.bytes;
     }
-    blocks.clear();
+    work->clear();
+    deferred_bytes_.store(bytes_of(deferred_), std::memory_order_relaxed);
     // Done before the caller allocates again, so the pool can hand the memory out at once.
-    (void)cudaStreamSynchronize(cudaStreamPerThread);
-    (void)cudaGetLastError();
+    if (cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) { (void)cudaGetLastError(); }
+    return bytes;
+  }
+
+  /** @brief Bytes of blocks waiting for a release the driver refused. */
+  [[nodiscard]] std::size_t deferred_bytes() const noexcept
+  {
+    return deferred_bytes_.load(std::memory_order_relaxed);
   }
 
   Upstream upstream_;
@@ -131,12 +150,26 @@ class thread_cache_state final : public cache_backend {
   std::size_t const max_block_size_;
   std::shared_ptr<cache_registry> const registry_;
 
+  /** @brief Blocks taken from caches whose release must wait (see release_blocks). */
+  std::mutex deferred_mutex_;
+  std::vector<cached_block> deferred_;
+  std::atomic<std::size_t> deferred_bytes_{0};
+
   /** @brief Pointers allocated during stream capture (graph memory): never cached. */
   std::mutex graph_mutex_;
   std::unordered_set<void*> graph_blocks_;
   std::atomic<std::size_t> graph_block_count_{0};
 
  private:
+  static std::size_t bytes_of(std::vector<cached_block> const& blocks) noexcept
+  {
+    std::size_t bytes = 0;
+    for (cached_block const& b : blocks) {
+      bytes += b.bytes;
+    }
+    return bytes;
+  }
+
   static cache_limits limits_of(thread_cache_options const& o)
   {
     if (o.max_streams_per_thread == 0) {
@@ -340,7 +373,7 @@ class thread_cache_adaptor
       sum.bypasses += c.bypasses;
       sum.cached_bytes += c.cached_bytes;
     }
-    return {sum.hits, sum.misses, sum.bypasses, sum.cached_bytes,
+    return {sum.hits, sum.misses, sum.bypasses, sum.cached_bytes + state_->deferred_bytes(),
             r.flushes.load(std::memory_order_relaxed)};
   }
 
@@ -444,8 +477,9 @@ class thread_cache_adaptor
   void release(std::vector<detail::cached_block>& blocks) noexcept
   {
     if (blocks.empty()) { return; }
-    state_->release_blocks(blocks);
-    state_->registry_->flushes.fetch_add(1, std::memory_order_relaxed);
+    if (state_->release_blocks(blocks) != 0) {
+      state_->registry_->flushes.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   std::shared_ptr<detail::thread_cache_state<Upstream>> state_;

@@ -75,9 +75,11 @@ class cache_backend {
  public:
   /**
    * @brief Returns `blocks` upstream. Their streams may be gone, so none is named: the device is
-   * synchronized first, then each block is freed on the calling thread's default stream.
+   * synchronized first, then each block is freed on the calling thread's default stream. Blocks
+   * that cannot go yet (the synchronization was refused) stay with the backend for a later call.
+   * @return The bytes returned.
    */
-  virtual void release_blocks(std::vector<cached_block>& blocks) noexcept = 0;
+  virtual std::size_t release_blocks(std::vector<cached_block>& blocks) noexcept = 0;
 
  protected:
   cache_backend()                                = default;
@@ -321,14 +323,8 @@ struct cache_registry {
   /** @brief Returns `blocks` upstream and counts one flush. `mutex` held, backend alive. */
   std::size_t release(std::vector<cached_block>& blocks) noexcept
   {
-    std::size_t bytes = 0;
-    for (cached_block const& b : blocks) {
-      bytes += b.bytes;
-    }
-    if (!blocks.empty()) {
-      backend->release_blocks(blocks);
-      flushes.fetch_add(1, std::memory_order_relaxed);
-    }
+    std::size_t const bytes = backend->release_blocks(blocks);
+    if (bytes != 0) { flushes.fetch_add(1, std::memory_order_relaxed); }
     return bytes;
   }
 };
