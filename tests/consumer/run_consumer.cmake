@@ -1,7 +1,10 @@
-# cmake -P script: configure, build and run one consumer project of rmm-next.
+# cmake -P script: configure, build and run one consumer project of rmm-next with a given CMake.
 #
 #   -DPROJECT=<consumer project dir>   -DWORK_DIR=<scratch dir, wiped first>
-#   -DGENERATOR=<generator>            -DCXX_COMPILER=<path>       -DBUILD_TYPE=<config>
+#   -DCONSUMER_CMAKE=<the cmake that configures and builds the consumer>
+#   -DGENERATOR=<generator>            -DBUILD_TYPE=<config>
+#   -DCXX_COMPILER=<path>  -DCUDA_COMPILER=<path>  -DCUDA_ARCHITECTURES=<archs, comma-separated>
+#   [-DCUDA_HOST_COMPILER=<path>]
 #   [-DINSTALL_FROM=<rmm-next build dir>]  install it into WORK_DIR/prefix and find it there
 #   [-DRMM_NEXT_DIR=<dir>]                 find_package(rmm-next) from this dir (e.g. build tree)
 #   [-DRMM_NEXT_SOURCE_DIR=<dir>]          for the add_subdirectory / FetchContent projects
@@ -16,8 +19,14 @@ function(run_step what)
 endfunction()
 
 file(REMOVE_RECURSE ${WORK_DIR})
-set(args -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
-         -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+string(REPLACE "," ";" CUDA_ARCHITECTURES "${CUDA_ARCHITECTURES}")
+set(args
+    -G ${GENERATOR} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+    -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER} "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES}"
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+if(CUDA_HOST_COMPILER)
+  list(APPEND args -DCMAKE_CUDA_HOST_COMPILER=${CUDA_HOST_COMPILER})
+endif()
 
 if(INSTALL_FROM)
   run_step("install" ${CMAKE_COMMAND} --install ${INSTALL_FROM} --prefix ${WORK_DIR}/prefix)
@@ -30,11 +39,17 @@ if(RMM_NEXT_SOURCE_DIR)
   list(APPEND args -DRMM_NEXT_SOURCE_DIR=${RMM_NEXT_SOURCE_DIR})
 endif()
 
-run_step("configure" ${CMAKE_COMMAND} -S ${PROJECT} -B ${WORK_DIR}/build ${args})
-run_step("build" ${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+execute_process(COMMAND ${CONSUMER_CMAKE} --version OUTPUT_VARIABLE version)
+string(REGEX MATCH "[0-9][^\n]*" version "${version}")
+run_step("configure with CMake ${version}" ${CONSUMER_CMAKE} -S ${PROJECT} -B ${WORK_DIR}/build
+         ${args})
+run_step("build" ${CONSUMER_CMAKE} --build ${WORK_DIR}/build)
 
-execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE result OUTPUT_VARIABLE output)
-message(STATUS "consumer: run: ${output}")
-if(NOT result EQUAL 0 OR NOT output MATCHES "rmm-next consumer: OK")
-  message(FATAL_ERROR "consumer: run failed (${result})")
-endif()
+foreach(program IN ITEMS consumer consumer_cu)
+  execute_process(COMMAND ${WORK_DIR}/build/${program} RESULT_VARIABLE result
+                  OUTPUT_VARIABLE output)
+  message(STATUS "consumer: run ${program}: ${output}")
+  if(NOT result EQUAL 0 OR NOT output MATCHES "rmm-next consumer: OK")
+    message(FATAL_ERROR "consumer: run ${program} failed (${result})")
+  endif()
+endforeach()
