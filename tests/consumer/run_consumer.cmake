@@ -8,6 +8,8 @@
 #   [-DINSTALL_FROM=<rmm-next build dir>]  install it into WORK_DIR/prefix and find it there
 #   [-DRMM_NEXT_DIR=<dir>]                 find_package(rmm-next) from this dir (e.g. build tree)
 #   [-DRMM_NEXT_SOURCE_DIR=<dir>]          for the add_subdirectory / FetchContent projects
+#   [-DVENDORED_INSTALLS=ON|OFF]           install the consumer and check whether the vendored
+#                                          rmm-next installed itself with it
 cmake_minimum_required(VERSION 3.25)
 
 function(run_step what)
@@ -17,6 +19,18 @@ function(run_step what)
     message(FATAL_ERROR "consumer: ${what} failed (${result})")
   endif()
 endfunction()
+
+# Fails unless each of ARGN exists under `prefix` (expected ON) or none does (expected OFF).
+function(check_installed prefix expected)
+  foreach(path IN LISTS ARGN)
+    if(EXISTS ${prefix}/${path} AND NOT expected)
+      message(FATAL_ERROR "consumer: ${prefix}/${path} was installed, but should not be")
+    elseif(NOT EXISTS ${prefix}/${path} AND expected)
+      message(FATAL_ERROR "consumer: ${prefix}/${path} was not installed")
+    endif()
+  endforeach()
+endfunction()
+set(rmm_next_files include/rmm_next/rmm_next.hpp share/doc/rmm-next/LICENSE)
 
 file(REMOVE_RECURSE ${WORK_DIR})
 string(REPLACE "," ";" CUDA_ARCHITECTURES "${CUDA_ARCHITECTURES}")
@@ -29,7 +43,9 @@ if(CUDA_HOST_COMPILER)
 endif()
 
 if(INSTALL_FROM)
-  run_step("install" ${CMAKE_COMMAND} --install ${INSTALL_FROM} --prefix ${WORK_DIR}/prefix)
+  run_step("install rmm-next" ${CMAKE_COMMAND} --install ${INSTALL_FROM} --prefix ${WORK_DIR}/prefix)
+  check_installed(${WORK_DIR}/prefix ON ${rmm_next_files} lib/cmake/rmm-next/rmm-next-config.cmake
+                  lib/cmake/rmm-next/rmm_next_cuda_cxx20.cmake)
   list(APPEND args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 endif()
 if(RMM_NEXT_DIR)
@@ -53,3 +69,9 @@ foreach(program IN ITEMS consumer consumer_cu)
     message(FATAL_ERROR "consumer: run ${program} failed (${result})")
   endif()
 endforeach()
+
+if(DEFINED VENDORED_INSTALLS)
+  run_step("install the consumer" ${CONSUMER_CMAKE} --install ${WORK_DIR}/build --prefix
+           ${WORK_DIR}/consumer-prefix)
+  check_installed(${WORK_DIR}/consumer-prefix ${VENDORED_INSTALLS} ${rmm_next_files})
+endif()
