@@ -5,7 +5,9 @@
 #pragma once
 
 // How gpu tests and examples run as tests treat a machine without a usable CUDA device: exit 77
-// (CTest's SKIP_RETURN_CODE) with a one-line reason, or fail when RMM_NEXT_REQUIRE_GPU=1.
+// (CTest's SKIP_RETURN_CODE) with a one-line reason, also appended to the file named by
+// RMM_NEXT_SKIPPED_LOG (set by the build tree's CTestCustom.cmake), or fail when
+// RMM_NEXT_REQUIRE_GPU=1.
 
 #include <rmm_next/detail/cuda_check.hpp>
 
@@ -41,7 +43,15 @@ inline int require_devices()
     std::printf("FAILED: RMM_NEXT_REQUIRE_GPU=1 but no usable CUDA device (%s)\n", reason.c_str());
     std::exit(EXIT_FAILURE);
   }
-  std::printf("SKIPPED: no usable CUDA device (%s)\n", reason.c_str());
+  reason = "no usable CUDA device (" + reason + ")";
+  std::printf("SKIPPED: %s\n", reason.c_str());
+  // CTest shows a skipped test's output only with -V; after the tests it prints this file.
+  if (char const* log = std::getenv("RMM_NEXT_SKIPPED_LOG"); log != nullptr) {
+    if (std::FILE* file = std::fopen(log, "a"); file != nullptr) {
+      std::fprintf(file, "%s\n", reason.c_str());
+      std::fclose(file);
+    }
+  }
   std::exit(skip_return_code);
 }
 
