@@ -48,8 +48,32 @@ TEST(CudaTry, MissingDriverSaysSo)
     RMM_NEXT_CUDA_TRY(cudaErrorInsufficientDriver);
     FAIL() << "no exception";
   } catch (rmm_next::cuda_error const& e) {
-    EXPECT_NE(std::string{e.what()}.find("no usable CUDA driver or device"), std::string::npos);
+    std::string const what = e.what();
+    EXPECT_NE(what.find("no usable CUDA driver or device: "), std::string::npos) << what;
+    EXPECT_NE(what.find(rmm_next::detail::no_usable_device_reason(cudaErrorInsufficientDriver)),
+              std::string::npos)
+      << what;
   }
+}
+
+// cudaErrorInsufficientDriver means "no driver at all" as well as "a driver that is too old":
+// cudaDriverGetVersion tells them apart (0 when no driver is installed).
+TEST(CudaTry, NoDriverIsNotAnOldDriver)
+{
+  int driver{};
+  ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
+  std::string const reason = rmm_next::detail::no_usable_device_reason(cudaErrorInsufficientDriver);
+  if (driver == 0) {
+    EXPECT_EQ(reason, "no CUDA driver is installed");
+  } else {
+    EXPECT_NE(reason.find("the CUDA driver supports CUDA " +
+                          rmm_next::detail::version_string(driver) + ", older than"),
+              std::string::npos)
+      << reason;
+  }
+  EXPECT_EQ(rmm_next::detail::no_usable_device_reason(cudaErrorNoDevice),
+            "no CUDA device is visible");
+  EXPECT_EQ(rmm_next::detail::no_usable_device_reason(cudaErrorInvalidValue), "");
 }
 
 TEST(Expects, ThrowsLogicErrorWithMessage)

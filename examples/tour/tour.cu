@@ -45,22 +45,38 @@ int fill_and_check(char const* name, Resource& resource, cudaStream_t stream, st
   return last;
 }
 
+/// True when a device is usable; otherwise prints why not, in one line.
+bool device_available()
+{
+  int devices{};
+  cudaError_t const status = cudaGetDeviceCount(&devices);
+  if (status == cudaSuccess && devices > 0) { return true; }
+  char const* reason =
+    status == cudaSuccess ? "no CUDA device is visible" : cudaGetErrorString(status);
+  // The runtime calls a missing driver "insufficient" too; its version is 0 then.
+  int driver{};
+  if (status == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+      driver == 0) {
+    reason = "no CUDA driver is installed";
+  }
+  std::printf("tour: skipped, no usable CUDA device here (%s); it runs on a machine with a GPU\n",
+              reason);
+  return false;
+}
+
 }  // namespace
 
 int main()
 {
-  int devices{};
-  if (cudaError_t const s = cudaGetDeviceCount(&devices); s != cudaSuccess || devices == 0) {
-    std::printf("tour: no usable CUDA device (%s)\n",
-                s != cudaSuccess ? cudaGetErrorString(s) : "0 devices");
-    return 1;
-  }
+  if (!device_available()) { return 0; }
   try {
     cudaStream_t stream{};
     RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     std::size_t const n = 1 << 20;
 
-    std::printf("rmm-next tour on device %d\n", rmm_next::detail::current_device());
+    int device{};
+    RMM_NEXT_CUDA_TRY(cudaGetDevice(&device));
+    std::printf("rmm-next tour on device %d\n", device);
     rmm_next::async_device_resource device_mr;  // the device's current pool
     int const d = fill_and_check("async_device_resource", device_mr, stream, n);
 

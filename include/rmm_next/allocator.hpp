@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
@@ -37,8 +39,9 @@ concept synchronous_memory_resource =
  * `deallocate_sync`; `allocate` / `deallocate` on CCCL 3.0): it is usable by the host (for
  * host-accessible resources) and by any stream as soon as `allocate` returns. Deallocation
  * returns memory at once, so work that still uses it on other streams must be complete.
- * Standard containers construct their elements on the host: use them with host-accessible
- * resources (`async_pinned_resource`, `async_managed_resource`).
+ * Standard containers construct their elements on the host, so `Resource` must be
+ * `host_accessible` (`async_pinned_resource`, `async_managed_resource`); instantiating the allocator
+ * over device-only memory fails to compile with a message pointing at `thrust_allocator`.
  *
  * The rmm-next resources are cheap copyable handles, so the allocator holds a copy: it keeps the
  * pool alive and stays valid after the resource it was made from is gone. Two allocators compare
@@ -50,11 +53,16 @@ concept synchronous_memory_resource =
  * at compile time.
  *
  * @tparam T The element type.
- * @tparam Resource A copyable synchronous memory resource.
+ * @tparam Resource A copyable, host-accessible synchronous memory resource.
  */
 template <class T, class Resource>
 requires detail::synchronous_memory_resource<Resource>
 class allocator : public detail::allocator_base<T> {
+  static_assert(cuda::has_property<Resource, cuda::mr::host_accessible>,
+                "rmm_next::allocator<T, Resource>: Resource is not host_accessible, but standard "
+                "containers construct, copy and destroy their elements on the host; for device "
+                "memory use rmm_next::thrust_allocator<T> with thrust::device_vector");
+
  public:
   using resource_type = Resource;
 

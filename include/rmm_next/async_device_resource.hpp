@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
 #include <rmm_next/detail/async_pool_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/pool_options.hpp>

@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
 #include <cuda_runtime_api.h>
 
 #include <new>

@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource_map.hpp>

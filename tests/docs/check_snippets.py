@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
-"""Checks that every C++ code block in docs/ is quoted verbatim from a compiled example.
+"""Checks that every C++ code block in README.md and docs/ is quoted verbatim from a compiled
+example, and that the examples name nothing in rmm_next::detail (users never need to).
 
 A C++ block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must equal the
 lines between `// [<name>]` and `// [<name> end]` of that file (common indentation removed).
@@ -15,6 +16,7 @@ import textwrap
 root = pathlib.Path(sys.argv[1])
 fix = "--fix" in sys.argv[2:]
 marker = re.compile(r"<!-- snippet: (\S+)#(\S+) -->")
+cxx_fence = re.compile(r"```(c|cc|cpp|c\+\+|cxx|cu|cuda|h|hpp)\s*")
 failures = []
 checked = 0
 
@@ -29,12 +31,12 @@ def region(path, name):
     return textwrap.dedent("\n".join(lines[start + 1 : end])).strip("\n")
 
 
-for doc in sorted((root / "docs").glob("*.md")):
+for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
     lines = doc.read_text().splitlines()
     fixed = False
     i = 0
     while i < len(lines):
-        if lines[i].startswith("```c") or lines[i].startswith("```cu"):
+        if cxx_fence.fullmatch(lines[i]):
             block_start = i
             j = i + 1
             while lines[j] != "```":
@@ -60,6 +62,14 @@ for doc in sorted((root / "docs").glob("*.md")):
     if fixed:
         doc.write_text("\n".join(lines) + "\n")
         print(f"rewrote {doc.relative_to(root)}")
+
+detail_name = re.compile(r"\brmm_next::detail::")
+for example in sorted((root / "examples").rglob("*")):
+    if example.suffix in (".cpp", ".cu", ".hpp", ".cuh"):
+        for number, line in enumerate(example.read_text().splitlines(), 1):
+            if detail_name.search(line):
+                where = f"{example.relative_to(root)}:{number}"
+                failures.append(f"{where}: names rmm_next::detail, which users cannot rely on")
 
 for f in failures:
     print("FAIL", f)

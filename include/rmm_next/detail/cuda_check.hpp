@@ -52,18 +52,42 @@
 namespace rmm_next::detail {
 
 /**
+ * @brief Why no CUDA device can be used, when `status` says so, else an empty string.
+ *
+ * The runtime reports `cudaErrorInsufficientDriver` both when the driver is older than the runtime
+ * and when there is no driver at all; `cudaDriverGetVersion` tells them apart (0: no driver).
+ */
+inline std::string no_usable_device_reason(cudaError_t status)
+{
+  if (status == cudaErrorNoDevice) { return "no CUDA device is visible"; }
+  if (status != cudaErrorInsufficientDriver) { return {}; }
+  int driver{};
+  int runtime{};
+  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
+    return "no CUDA driver is installed";
+  }
+  (void)cudaRuntimeGetVersion(&runtime);
+  auto const version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  };
+  return "the CUDA driver supports CUDA " + version(driver) + ", older than this CUDA runtime (" +
+         version(runtime) + ")";
+}
+
+/**
  * @brief Clears the runtime's last error and throws the typed error for `status`.
  *
- * `cudaErrorInsufficientDriver` and `cudaErrorNoDevice` say that no usable driver or device is
- * present; `cudaErrorNotSupported` is thrown as `not_supported`.
+ * For `cudaErrorInsufficientDriver` and `cudaErrorNoDevice` the message says whether the driver
+ * is missing, too old, or no device is visible; `cudaErrorNotSupported` is thrown as
+ * `not_supported`.
  */
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, char const* call, char const* where)
 {
   (void)cudaGetLastError();  // never leave the error sticky
   std::string msg = std::string{"CUDA error at "} + where + ": " + call + " returned " +
                     cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
-  if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice) {
-    msg += "; no usable CUDA driver or device is present";
+  if (std::string const reason = no_usable_device_reason(status); !reason.empty()) {
+    msg += "; no usable CUDA driver or device: " + reason;
   }
   if (status == cudaErrorNotSupported) { throw not_supported{msg, status}; }
   throw cuda_error{status, msg};
