@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
-"""Checks that every C++ code block in docs/ is quoted verbatim from a compiled example.
+"""Checks that every C++ and Python code block in docs/ is quoted verbatim from an example.
 
-A C++ block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must equal the
-lines between `// [<name>]` and `// [<name> end]` of that file (common indentation removed).
-With --fix, blocks that differ are rewritten from their source instead.
+A C++ or Python block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must
+equal the lines between `// [<name>]` and `// [<name> end]` of that file (`# [<name>]` and
+`# [<name> end]` in Python), common indentation removed. With --fix, blocks that differ are
+rewritten from their source instead.
 """
 import pathlib
 import re
@@ -21,9 +22,10 @@ checked = 0
 
 def region(path, name):
     lines = (root / path).read_text().splitlines()
+    comment = "#" if path.endswith(".py") else "//"
     try:
-        start = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name}]")
-        end = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name} end]")
+        start = next(i for i, l in enumerate(lines) if l.strip() == f"{comment} [{name}]")
+        end = next(i for i, l in enumerate(lines) if l.strip() == f"{comment} [{name} end]")
     except StopIteration:
         return None
     return textwrap.dedent("\n".join(lines[start + 1 : end])).strip("\n")
@@ -34,7 +36,7 @@ for doc in sorted((root / "docs").glob("*.md")):
     fixed = False
     i = 0
     while i < len(lines):
-        if lines[i].startswith("```c") or lines[i].startswith("```cu"):
+        if lines[i].startswith(("```c", "```cu", "```python")):
             block_start = i
             j = i + 1
             while lines[j] != "```":
@@ -43,7 +45,7 @@ for doc in sorted((root / "docs").glob("*.md")):
             m = marker.fullmatch(lines[i - 1].strip()) if i > 0 else None
             where = f"{doc.relative_to(root)}:{block_start + 1}"
             if not m:
-                failures.append(f"{where}: C++ block without a snippet marker")
+                failures.append(f"{where}: code block without a snippet marker")
             else:
                 expected = region(m.group(1), m.group(2))
                 if expected is None:
