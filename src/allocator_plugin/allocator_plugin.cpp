@@ -504,8 +504,9 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
     if (out == nullptr) {
       throw std::invalid_argument{"rmm_next_get_statistics: null output pointer"};
     }
-    auto& st                         = state();
-    device                           = st.resolve(device);
+    auto& st = state();
+    device   = st.resolve(device);
+    rmm_next::plugin::release_deferred(st);  // what a capture that has ended held back
     rmm_next_statistics s            = {};
     rmm_next::plugin::count_totals t = st.counters.totals(static_cast<std::size_t>(device));
     for (std::uint64_t const n : t.allocations) {
