@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
-"""Checks that every C++ code block in README.md and docs/ is quoted verbatim from a compiled
+"""Checks that every C++ and Python code block in README.md and docs/ is quoted verbatim from an
 example, and that the examples name nothing in rmm_next::detail (users never need to).
 
-A C++ block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must equal the
-lines between `// [<name>]` and `// [<name> end]` of that file (common indentation removed).
-With --fix, blocks that differ are rewritten from their source instead.
+A C++ or Python block must follow a line `<!-- snippet: <path>#<name> -->`; the block's text must
+equal the lines between `// [<name>]` and `// [<name> end]` of that file (`# [<name>]` and
+`# [<name> end]` in Python), common indentation removed. With --fix, blocks that differ are
+rewritten from their source instead.
 """
 import pathlib
 import re
@@ -17,15 +18,17 @@ root = pathlib.Path(sys.argv[1])
 fix = "--fix" in sys.argv[2:]
 marker = re.compile(r"<!-- snippet: (\S+)#(\S+) -->")
 cxx_fence = re.compile(r"```(c|cc|cpp|c\+\+|cxx|cu|cuda|h|hpp)\s*")
+python_fence = re.compile(r"```(python|py)\s*")
 failures = []
 checked = 0
 
 
 def region(path, name):
     lines = (root / path).read_text().splitlines()
+    comment = "#" if path.endswith(".py") else "//"
     try:
-        start = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name}]")
-        end = next(i for i, l in enumerate(lines) if l.strip() == f"// [{name} end]")
+        start = next(i for i, l in enumerate(lines) if l.strip() == f"{comment} [{name}]")
+        end = next(i for i, l in enumerate(lines) if l.strip() == f"{comment} [{name} end]")
     except StopIteration:
         return None
     return textwrap.dedent("\n".join(lines[start + 1 : end])).strip("\n")
@@ -36,7 +39,7 @@ for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
     fixed = False
     i = 0
     while i < len(lines):
-        if cxx_fence.fullmatch(lines[i]):
+        if cxx_fence.fullmatch(lines[i]) or python_fence.fullmatch(lines[i]):
             block_start = i
             j = i + 1
             while lines[j] != "```":
@@ -45,7 +48,7 @@ for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
             m = marker.fullmatch(lines[i - 1].strip()) if i > 0 else None
             where = f"{doc.relative_to(root)}:{block_start + 1}"
             if not m:
-                failures.append(f"{where}: C++ block without a snippet marker")
+                failures.append(f"{where}: code block without a snippet marker")
             else:
                 expected = region(m.group(1), m.group(2))
                 if expected is None:

@@ -1,0 +1,184 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+/**
+ * @file
+ * @brief The C interface of `librmm_next_allocator.so` (CMake target `rmm-next::allocator_plugin`):
+ * allocation functions with the signatures PyTorch's `CUDAPluggableAllocator`, CuPy's
+ * `CFunctionAllocator` and a Numba EMM plugin expect, over the process-wide per-device resources
+ * of `<rmm_next/per_device_resource.hpp>`.
+ *
+ * Every function is safe to call from any thread. None lets an exception out: a failed
+ * allocation returns NULL, any other failure returns -1 (or 0 where documented), and
+ * `rmm_next_last_error()` then says what happened on the calling thread.
+ *
+ * Streams: `0` is the legacy default stream. A device of -1 means the current device, except in
+ * the resource-choice functions, where it means every device.
+ */
+
+#include <cuda_runtime_api.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** @brief Changes whenever a signature or structure below changes; see `rmm_next_abi_version`. */
+#define RMM_NEXT_ALLOCATOR_ABI_VERSION 1
+
+/** @brief The `RMM_NEXT_ALLOCATOR_ABI_VERSION` the library was built with. */
+int rmm_next_abi_version(void);
+
+/** @brief What the last failed call on this thread reported ("" if none); valid until the next. */
+char const* rmm_next_last_error(void);
+
+/** @brief The number of visible CUDA devices, or -1 (see `rmm_next_last_error`). */
+int rmm_next_device_count(void);
+
+/** @brief Free and total memory of `device` (`cudaMemGetInfo`). @return 0, or -1. */
+int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t* total_bytes);
+
+/* ---- Choosing each device's resource -------------------------------------------------------
+ * Each call replaces the process-wide resource of `device` (`set_per_device_resource_ref`), so
+ * C++ code using `get_per_device_resource_ref` sees the same choice. With device -1 the choice is
+ * the default for every device, made when this library first uses the device (and at once for
+ * devices it already used). A device that still has memory allocated through this library is
+ * left alone: the call fails. Choose the resource first, then the thread cache. */
+
+/** @brief Options of a pool the library creates and owns (`cudaMemPoolCreate`). */
+typedef struct rmm_next_pool_options {
+  size_t initial_pool_size; /**< bytes reserved at creation; 0: none */
+  size_t release_threshold; /**< bytes kept across synchronizations; SIZE_MAX: all (default) */
+  size_t maximum_pool_size; /**< upper bound of the pool; 0: none */
+} rmm_next_pool_options;
+
+/** @brief Limits of the thread cache (see `thread_cache_options`); 0 keeps a field's default. */
+typedef struct rmm_next_thread_cache_options {
+  size_t max_cached_bytes_per_thread; /**< default 32 MiB */
+  size_t max_block_size;              /**< default 1 MiB */
+  size_t max_streams_per_thread;      /**< default 8 */
+  int skip_capture_detection;         /**< nonzero: `detect_capture = false` */
+} rmm_next_thread_cache_options;
+
+/** @brief The device's current pool (`cudaMemGetMemPool`), shared with every
+ * `cudaMallocAsync` user in the process: the initial resource. @return 0, or -1. */
+int rmm_next_use_current_pool(int device);
+
+/** @brief A pool of the library's own (NULL: default options), kept apart from other pools.
+ * @return 0, or -1. */
+int rmm_next_use_owned_pool(int device, rmm_next_pool_options const* options);
+
+/** @brief Managed memory from the device's current managed pool (CUDA 13). @return 0, or -1. */
+int rmm_next_use_managed_memory(int device);
+
+/** @brief Puts a `thread_cache_adaptor` in front of the device's resource (NULL: default
+ * options). Calling it again while the cache is in place changes nothing. @return 0, or -1. */
+int rmm_next_enable_thread_cache(int device, rmm_next_thread_cache_options const* options);
+
+/** @brief Removes the library's thread cache from `device`, returning its blocks.
+ * @return 0, or -1. */
+int rmm_next_disable_thread_cache(int device);
+
+/** @brief Gives unused memory back: returns the thread caches' blocks and frees that waited for
+ * a stream capture to end, synchronizes the device and trims its pool to what is in use. Only
+ * devices this library has used (all with -1). @return 0, or -1. */
+int rmm_next_release_unused(int device);
+
+/* ---- Stream-ordered allocation ------------------------------------------------------------- */
+
+/** @brief `size` bytes (256-byte aligned) in the order of `stream`; NULL for 0 bytes or on
+ * failure (out of memory included). */
+void* rmm_next_allocate(size_t size, int device, cudaStream_t stream);
+
+/** @brief Frees `ptr` (from `rmm_next_allocate` with this `size`) in the order of `stream`. */
+void rmm_next_deallocate(void* ptr, size_t size, int device, cudaStream_t stream);
+
+/* ---- PyTorch: torch.cuda.memory.CUDAPluggableAllocator ------------------------------------- */
+
+/** @brief PyTorch's alloc function: `size` bytes on `device` in the order of `stream`; NULL on
+ * failure, which PyTorch reports as its own error. */
+void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream);
+
+/** @brief PyTorch's free function: frees on the stream the block was allocated on, after the
+ * work already queued on every stream `rmm_next_torch_record_stream` named for it. */
+void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
+
+/** @brief PyTorch's record-stream hook (`Tensor.record_stream`): the free of `ptr` will wait for
+ * the work queued on `stream` up to that free. */
+void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream);
+
+/** @brief PyTorch's reset hook (`torch.cuda.empty_cache()`): `rmm_next_release_unused(-1)`. */
+void rmm_next_torch_empty_cache(void);
+
+/* ---- CuPy: cupy.cuda.memory.CFunctionAllocator ---------------------------------------------- */
+
+/** @brief CuPy's malloc function. `param` is the stream to allocate on (the Python module makes
+ * one allocator per CuPy stream; NULL: the legacy default stream). The size and stream are kept
+ * in a table, since CuPy's free passes neither. */
+void* rmm_next_cupy_malloc(void* param, size_t size, int device_id);
+
+/** @brief CuPy's free function: frees on the stream `ptr` was allocated on. */
+void rmm_next_cupy_free(void* param, void* ptr, int device_id);
+
+/** @brief Says that `stream` is destroyed: memory CuPy allocated on it and still holds is then
+ * freed on the legacy default stream, after a device synchronization made now (only when such
+ * memory exists) lets the destroyed stream's work finish. */
+void rmm_next_cupy_forget_stream(cudaStream_t stream);
+
+/* ---- Numba: an EMM plugin's memalloc and finalizer ------------------------------------------ */
+
+/** @brief `size` bytes on `device`, ordered on the legacy default stream, so that work on the
+ * default stream and every blocking stream may use it. NULL on failure. */
+void* rmm_next_numba_alloc(size_t size, int device);
+
+/** @brief Frees memory from `rmm_next_numba_alloc` on the legacy default stream, after all work
+ * queued so far on the default stream and every blocking stream. */
+void rmm_next_numba_free(void* ptr, size_t size, int device);
+
+/* ---- Statistics ----------------------------------------------------------------------------- */
+
+/** @brief Which resource serves a device. */
+typedef enum rmm_next_resource_kind {
+  rmm_next_resource_current_pool = 0, /**< the device's current pool (the initial resource) */
+  rmm_next_resource_owned_pool   = 1, /**< a pool of this library's own */
+  rmm_next_resource_managed      = 2, /**< managed memory */
+  rmm_next_resource_external     = 3 /**< a resource C++ code set (`set_per_device_resource_ref`) */
+} rmm_next_resource_kind;
+
+/** @brief What went through this library for one device, and the state of its pool. */
+typedef struct rmm_next_statistics {
+  uint64_t allocations;              /**< successful allocations, every framework */
+  uint64_t deallocations;            /**< frees */
+  uint64_t failed_allocations;       /**< allocations that returned NULL */
+  uint64_t allocated_bytes;          /**< bytes allocated and not yet freed */
+  uint64_t total_allocated_bytes;    /**< bytes ever allocated */
+  uint64_t torch_allocations;        /**< of `allocations`: through the PyTorch functions */
+  uint64_t cupy_allocations;         /**< ... the CuPy functions */
+  uint64_t numba_allocations;        /**< ... the Numba functions */
+  uint64_t other_allocations;        /**< ... `rmm_next_allocate` */
+  uint64_t pool_reserved_bytes;      /**< the pool serving the device (current pool unless owned
+                                          or managed): memory it holds */
+  uint64_t pool_reserved_bytes_high; /**< its high watermark */
+  uint64_t pool_used_bytes;          /**< memory it has handed out, to every user */
+  uint64_t pool_used_bytes_high;     /**< its high watermark */
+  uint64_t cache_hits;               /**< thread cache (0 without one): allocations it served */
+  uint64_t cache_misses;             /**< cacheable allocations that went to the pool */
+  uint64_t cache_bypasses;           /**< allocations it could not cache */
+  uint64_t cached_bytes;             /**< bytes it holds now */
+  uint64_t deferred_frees;           /**< frees waiting for a stream capture to end */
+  int32_t resource_kind;             /**< an `rmm_next_resource_kind` */
+  int32_t thread_cache_enabled;      /**< nonzero when this library's thread cache is in place */
+} rmm_next_statistics;
+
+/** @brief Fills `out` for `device` (-1: the current device). @return 0, or -1. */
+int rmm_next_get_statistics(int device, rmm_next_statistics* out);
+
+#ifdef __cplusplus
+}
+#endif

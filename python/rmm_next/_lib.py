@@ -1,0 +1,201 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""Finds and loads librmm_next_allocator.so with ctypes and declares its C functions."""
+
+import ctypes
+import os
+import pathlib
+import threading
+
+ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
+LIBRARY_NAME = "librmm_next_allocator.so"
+ABI_VERSION = 1
+
+
+class RmmNextError(RuntimeError):
+    """A call into librmm_next_allocator.so failed; the message is the library's."""
+
+
+class OutOfMemoryError(RmmNextError, MemoryError):
+    """An allocation failed because the device's memory (or its pool's limit) is exhausted."""
+
+
+class PoolOptions(ctypes.Structure):
+    _fields_ = [
+        ("initial_pool_size", ctypes.c_size_t),
+        ("release_threshold", ctypes.c_size_t),
+        ("maximum_pool_size", ctypes.c_size_t),
+    ]
+
+
+class ThreadCacheOptions(ctypes.Structure):
+    _fields_ = [
+        ("max_cached_bytes_per_thread", ctypes.c_size_t),
+        ("max_block_size", ctypes.c_size_t),
+        ("max_streams_per_thread", ctypes.c_size_t),
+        ("skip_capture_detection", ctypes.c_int),
+    ]
+
+
+class Statistics(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "allocations",
+            "deallocations",
+            "failed_allocations",
+            "allocated_bytes",
+            "total_allocated_bytes",
+            "torch_allocations",
+            "cupy_allocations",
+            "numba_allocations",
+            "other_allocations",
+            "pool_reserved_bytes",
+            "pool_reserved_bytes_high",
+            "pool_used_bytes",
+            "pool_used_bytes_high",
+            "cache_hits",
+            "cache_misses",
+            "cache_bypasses",
+            "cached_bytes",
+            "deferred_frees",
+        )
+    ] + [("resource_kind", ctypes.c_int32), ("thread_cache_enabled", ctypes.c_int32)]
+
+
+_c_void_p = ctypes.c_void_p
+_c_size_t = ctypes.c_size_t
+_c_int = ctypes.c_int
+_signatures = {
+    "rmm_next_abi_version": (_c_int, []),
+    "rmm_next_last_error": (ctypes.c_char_p, []),
+    "rmm_next_device_count": (_c_int, []),
+    "rmm_next_mem_get_info": (
+        _c_int,
+        [_c_int, ctypes.POINTER(_c_size_t), ctypes.POINTER(_c_size_t)],
+    ),
+    "rmm_next_use_current_pool": (_c_int, [_c_int]),
+    "rmm_next_use_owned_pool": (_c_int, [_c_int, ctypes.POINTER(PoolOptions)]),
+    "rmm_next_use_managed_memory": (_c_int, [_c_int]),
+    "rmm_next_enable_thread_cache": (_c_int, [_c_int, ctypes.POINTER(ThreadCacheOptions)]),
+    "rmm_next_disable_thread_cache": (_c_int, [_c_int]),
+    "rmm_next_release_unused": (_c_int, [_c_int]),
+    "rmm_next_allocate": (_c_void_p, [_c_size_t, _c_int, _c_void_p]),
+    "rmm_next_deallocate": (None, [_c_void_p, _c_size_t, _c_int, _c_void_p]),
+    "rmm_next_torch_alloc": (_c_void_p, [ctypes.c_ssize_t, _c_int, _c_void_p]),
+    "rmm_next_torch_free": (None, [_c_void_p, ctypes.c_ssize_t, _c_int, _c_void_p]),
+    "rmm_next_torch_record_stream": (None, [_c_void_p, _c_void_p]),
+    "rmm_next_torch_empty_cache": (None, []),
+    "rmm_next_cupy_malloc": (_c_void_p, [_c_void_p, _c_size_t, _c_int]),
+    "rmm_next_cupy_free": (None, [_c_void_p, _c_void_p, _c_int]),
+    "rmm_next_cupy_forget_stream": (None, [_c_void_p]),
+    "rmm_next_numba_alloc": (_c_void_p, [_c_size_t, _c_int]),
+    "rmm_next_numba_free": (None, [_c_void_p, _c_size_t, _c_int]),
+    "rmm_next_get_statistics": (_c_int, [_c_int, ctypes.POINTER(Statistics)]),
+}
+
+_lock = threading.Lock()
+_library = None
+_path = None
+
+
+def candidates():
+    """Where the library is looked for, in order."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return [env]
+    here = pathlib.Path(__file__).resolve().parent
+    return [str(here / LIBRARY_NAME), LIBRARY_NAME]
+
+
+def library_path():
+    """The path of the loaded library (loading it if needed)."""
+    load()
+    return _path
+
+
+def load():
+    """Loads the library once, with RTLD_GLOBAL, and returns the ctypes handle.
+
+    RTLD_GLOBAL lets C++ libraries loaded later bind to the same process-wide resource map.
+    Raises RmmNextError when no library is found or its ABI version differs.
+    """
+    global _library, _path
+    with _lock:
+        if _library is not None:
+            return _library
+        errors = []
+        for candidate in candidates():
+            if os.sep in candidate and not os.path.exists(candidate):
+                errors.append(f"{candidate}: no such file")
+                continue
+            try:
+                lib = ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL)
+            except OSError as e:
+                errors.append(f"{candidate}: {e}")
+                continue
+            for name, (restype, argtypes) in _signatures.items():
+                fn = getattr(lib, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+            version = lib.rmm_next_abi_version()
+            if version != ABI_VERSION:
+                raise RmmNextError(
+                    f"rmm_next: {candidate} has ABI version {version}, this module needs "
+                    f"{ABI_VERSION}; rebuild the library or install matching versions"
+                )
+            _library, _path = lib, _loaded_path(lib, candidate)
+            return _library
+        raise RmmNextError(
+            "rmm_next: cannot load librmm_next_allocator.so ("
+            + "; ".join(errors)
+            + f"); install the package with 'pip install ./python' or set {ENV_VAR} to the "
+            "library's path"
+        )
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _loaded_path(lib, candidate):
+    """The file the dynamic linker loaded (a bare name is searched for: ask it where)."""
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        address = ctypes.cast(lib.rmm_next_abi_version, ctypes.c_void_p).value
+        if dladdr(address, ctypes.byref(info)) and info.dli_fname:
+            return os.path.realpath(info.dli_fname.decode())
+    except (AttributeError, OSError):
+        pass
+    return os.path.realpath(candidate) if os.sep in candidate else candidate
+
+
+def last_error(lib):
+    message = lib.rmm_next_last_error()
+    return message.decode(errors="replace") if message else "unknown error"
+
+
+def check(lib, status, call):
+    """Raises RmmNextError with the library's message when a C call returned -1."""
+    if status != 0:
+        raise RmmNextError(f"{call}: {last_error(lib)}")
+
+
+def allocation_error(lib, size):
+    """The exception for an allocation of `size` bytes that returned NULL."""
+    message = last_error(lib)
+    if "out_of_memory" in message:
+        return OutOfMemoryError(message)
+    return RmmNextError(f"rmm_next: allocating {size} bytes failed: {message}")
+
+
+def function_address(name):
+    """The address of a C function of the library, for frameworks that take function pointers."""
+    return ctypes.cast(getattr(load(), name), ctypes.c_void_p).value

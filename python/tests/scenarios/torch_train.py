@@ -1,0 +1,89 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""Trains a small nn.TransformerEncoder with varying batch shapes under one allocator.
+
+    torch_train.py MODE [STEPS]
+
+MODE: native (PyTorch's caching allocator), async (run with
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), rmm (rmm-next), rmm_cache (rmm-next with its
+thread cache). Prints losses, steps per second and, under rmm-next, its statistics.
+"""
+
+import os
+import random
+import sys
+import time
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from _common import GiB, emit  # noqa: E402
+
+mode = sys.argv[1]
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+warmup = min(30, steps // 5)
+
+if mode in ("rmm", "rmm_cache"):
+    import rmm_next
+
+    rmm_next.torch.use(thread_cache=mode == "rmm_cache")
+
+torch.manual_seed(0)
+# warn_only: an op without a deterministic kernel warns; the loss comparison still tells.
+torch.use_deterministic_algorithms(True, warn_only=True)
+torch.backends.cudnn.benchmark = False
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+# The math attention kernels: deterministic in backward, whatever the GPU.
+torch.backends.cuda.enable_flash_sdp(False)
+torch.backends.cuda.enable_mem_efficient_sdp(False)
+
+features, width, heads, layers = 64, 256, 8, 4
+model = nn.Sequential(
+    nn.Linear(features, width),
+    nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.1, batch_first=True),
+        num_layers=layers,
+        enable_nested_tensor=False,
+    ),
+    nn.Linear(width, features),
+).cuda()
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+generator = torch.Generator(device="cuda").manual_seed(1234)
+shapes = random.Random(99)
+batches = [(shapes.choice([8, 16, 24, 32]), shapes.choice([32, 48, 64, 96, 128])) for _ in range(steps)]
+
+losses = []
+start = None
+for step, (batch, length) in enumerate(batches):
+    if step == warmup:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+    x = torch.randn(batch, length, features, device="cuda", generator=generator)
+    target = torch.roll(x, shifts=1, dims=1) * 0.5 + x.mean(dim=1, keepdim=True)
+    optimizer.zero_grad(set_to_none=True)
+    loss = nn.functional.mse_loss(model(x), target)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.detach())
+torch.cuda.synchronize()
+elapsed = time.perf_counter() - start
+
+result = {
+    "mode": mode,
+    "allocator_backend": torch.cuda.get_allocator_backend(),
+    "steps": steps,
+    "timed_steps": steps - warmup,
+    "steps_per_second": (steps - warmup) / elapsed,
+    "losses": torch.stack(losses).tolist(),
+}
+free, total = torch.cuda.mem_get_info(0)
+result["device_used_gib"] = (total - free) / GiB
+if mode.startswith("rmm"):
+    stats = rmm_next.statistics(0)
+    result["statistics"] = stats
+    # What the device holds beyond rmm-next's pool: the context and libraries only.
+    result["device_used_beyond_pool_gib"] = (total - free - stats["pool_reserved_bytes"]) / GiB
+emit(result)

@@ -1,0 +1,95 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""PyTorch through rmm-next: training, side streams, CUDA graphs, out of memory."""
+
+import pytest
+
+from conftest import framework, run_scenario
+
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
+ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
+STEPS = 300
+
+
+@pytest.fixture(autouse=True)
+def torch_installed(gpu):
+    framework("torch")
+
+
+@pytest.fixture(scope="module")
+def runs(gpu):
+    """One training run per allocator, each in its own process."""
+    framework("torch")
+    return {
+        "native": run_scenario("torch_train.py", "native", STEPS),
+        "async": run_scenario("torch_train.py", "async", STEPS, env=ASYNC),
+        "rmm": run_scenario("torch_train.py", "rmm", STEPS),
+        "rmm_cache": run_scenario("torch_train.py", "rmm_cache", STEPS),
+    }
+
+
+def test_training_losses_match_the_native_allocator(runs, record):
+    native = runs["native"]["losses"]
+    assert len(native) == STEPS
+    for mode in ("rmm", "rmm_cache", "async"):
+        losses = runs[mode]["losses"]
+        difference = max(abs(a - b) for a, b in zip(native, losses))
+        record(f"torch.{mode}.max_loss_difference_vs_native", difference)
+        assert len(losses) == STEPS
+        assert difference <= 1e-5 * max(1.0, max(abs(v) for v in native)), mode
+    assert native[-1] < native[0]  # it trains
+
+
+def test_every_allocation_goes_through_rmm_next(runs, record):
+    for mode in ("rmm", "rmm_cache"):
+        stats = runs[mode]["statistics"]
+        record(f"torch.{mode}.statistics", stats)
+        record(f"torch.{mode}.device_used_beyond_pool_gib", runs[mode]["device_used_beyond_pool_gib"])
+        assert stats["torch_allocations"] > 1000
+        assert stats["allocations"] == stats["torch_allocations"]
+        assert stats["failed_allocations"] == 0
+        assert stats["deallocations"] <= stats["allocations"]
+        # Everything PyTorch holds lives in the pool rmm-next allocates from.
+        assert stats["pool_used_bytes"] >= stats["allocated_bytes"] > 0
+    assert runs["rmm_cache"]["statistics"]["thread_cache_enabled"]
+    assert runs["rmm_cache"]["statistics"]["cache_hits"] > 0
+    assert runs["native"]["allocator_backend"] == "native"
+    assert runs["async"]["allocator_backend"] == "cudaMallocAsync"
+
+
+def test_steps_per_second_against_native_and_cuda_malloc_async(runs, record):
+    native = runs["native"]["steps_per_second"]
+    for mode in ("native", "async", "rmm", "rmm_cache"):
+        record(f"torch.{mode}.steps_per_second", round(runs[mode]["steps_per_second"], 1))
+    for mode in ("async", "rmm", "rmm_cache"):
+        record(f"torch.{mode}.ratio_to_native", round(runs[mode]["steps_per_second"] / native, 3))
+    # A sanity bound only: the ratios are measurements (goal with the thread cache: >= 1.0).
+    assert runs["rmm_cache"]["steps_per_second"] > 0.5 * native
+
+
+@pytest.mark.parametrize("cache", [0, 1])
+def test_record_stream_orders_the_free_after_the_side_stream(cache, record):
+    r = run_scenario("torch_side_stream.py", 1, cache)
+    assert r["hooked"]
+    assert r["wrong"] == 0, r
+    control = run_scenario("torch_side_stream.py", 0, cache)
+    # Without record_stream the same program races: this shows the test can see the bug.
+    record(f"torch.side_stream.cache{cache}.wrong_without_record_stream", control["wrong"])
+
+
+@pytest.mark.parametrize("cache", [0, 1])
+def test_cuda_graph_capture_replays_correctly(cache, record):
+    r = run_scenario("torch_graph.py", cache)
+    record(f"torch.graph.cache{cache}.max_parameter_difference", r["max_parameter_difference"])
+    assert r["max_parameter_difference"] < 1e-4
+    assert r["statistics"]["failed_allocations"] == 0
+    assert r["deferred_after_graph"] == 0
+
+
+def test_out_of_memory_is_a_pytorch_error_and_pytorch_keeps_working(record):
+    r = run_scenario("torch_oom.py")
+    record("torch.oom", {k: r.get(k) for k in ("raised", "type", "is_torch_oom")})
+    assert r["raised"], f"PyTorch did not raise on a NULL allocation: {r}"
+    assert r["recovered"]
+    assert r["failed_allocations"] >= 1
+    assert r["is_torch_oom"], r

@@ -1,0 +1,554 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so: the C functions of <rmm_next/allocator_plugin.h>. Every entry point
+// catches everything: failures become NULL / -1 and a message for rmm_next_last_error().
+
+#include "allocation_table.hpp"
+#include "device_choice.hpp"
+#include "plugin_counters.hpp"
+#include "stream_order.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rmm_next::plugin {
+namespace {
+
+constexpr std::size_t alignment = 256;
+
+// ---- Errors ---------------------------------------------------------------------------------
+
+std::string& last_error() noexcept
+{
+  thread_local std::string message;
+  return message;
+}
+
+void set_last_error(char const* what) noexcept
+{
+  try {
+    last_error() = what;
+  } catch (...) {  // std::bad_alloc: keep the previous message
+  }
+}
+
+/** @brief Runs `f`; an exception becomes `on_failure` and the thread's last error. */
+template <class R, class F>
+R guarded(R on_failure, F&& f) noexcept
+{
+  try {
+    return f();
+  } catch (std::exception const& e) {
+    set_last_error(e.what());
+  } catch (...) {
+    set_last_error("rmm_next: an unknown exception was caught at the C interface");
+  }
+  return on_failure;
+}
+
+// ---- Process-wide state ---------------------------------------------------------------------
+
+int query_device_count()
+{
+  int count{};
+  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
+    detail::throw_cuda_error(s, "cudaGetDeviceCount", "rmm_next allocator plugin");
+  }
+  return count;
+}
+
+/** @brief Everything the plugin keeps; made on first use and never destroyed, like the map. */
+class plugin_state {
+ public:
+  explicit plugin_state(int devices)
+    : device_count{devices},
+      slots_{std::make_unique<device_slot[]>(static_cast<std::size_t>(devices))},
+      counters{static_cast<std::size_t>(devices)}
+  {
+  }
+
+  /** @brief `device`, or the current device for -1, checked against the device count. */
+  [[nodiscard]] int resolve(int device) const
+  {
+    if (device == -1) {
+      if (cudaError_t const s = cudaGetDevice(&device); s != cudaSuccess) {
+        detail::throw_cuda_error(s, "cudaGetDevice", "rmm_next allocator plugin");
+      }
+    }
+    if (device < 0 || device >= device_count) {
+      throw std::out_of_range{"rmm_next: device " + std::to_string(device) +
+                              " is not a visible device (count " + std::to_string(device_count) +
+                              "); pass an id in [0, count) or -1"};
+    }
+    return device;
+  }
+
+  /** @brief The slot of `device`, with the default choice applied on the plugin's first use. */
+  device_slot& slot(int device)
+  {
+    device_slot& s = slots_[static_cast<std::size_t>(device)];
+    if (!s.touched.load(std::memory_order_acquire)) {
+      std::lock_guard lock{s.mutex};
+      if (!s.touched.load(std::memory_order_relaxed)) {
+        s.apply(device, default_choice(), live_bytes(device), "rmm_next allocator plugin");
+        s.touched.store(true, std::memory_order_release);
+      }
+    }
+    return s;
+  }
+
+  [[nodiscard]] bool touched(int device) const noexcept
+  {
+    return slots_[static_cast<std::size_t>(device)].touched.load(std::memory_order_acquire);
+  }
+
+  /** @brief Applies `choice` to `device` (-1: the default, and every device already used). */
+  void choose(int device, resource_choice const& choice, char const* call)
+  {
+    if (device == -1) {
+      {
+        std::lock_guard lock{default_mutex_};
+        if (choice.kind) {
+          default_.kind = choice.kind;
+          default_.pool = choice.pool;
+        }
+        if (choice.cache) { default_.cache = choice.cache; }
+      }
+      for (int d = 0; d < device_count; ++d) {
+        if (touched(d)) { choose(d, choice, call); }
+      }
+      return;
+    }
+    device         = resolve(device);
+    device_slot& s = slot(device);
+    std::lock_guard lock{s.mutex};
+    s.apply(device, choice, live_bytes(device), call);
+  }
+
+  void forget_default_cache()
+  {
+    std::lock_guard lock{default_mutex_};
+    default_.cache.reset();
+  }
+
+  [[nodiscard]] std::int64_t live_bytes(int device) const
+  {
+    count_totals const t = counters.totals(static_cast<std::size_t>(device));
+    return static_cast<std::int64_t>(t.bytes_allocated - t.bytes_freed);
+  }
+
+  int const device_count;
+
+ private:
+  resource_choice default_choice()
+  {
+    std::lock_guard lock{default_mutex_};
+    return default_;
+  }
+
+  std::unique_ptr<device_slot[]> slots_;
+  std::mutex default_mutex_;
+  resource_choice default_;
+
+ public:
+  counter_registry counters;
+  allocation_table table;                                        ///< CuPy's allocations
+  rare_pointer_map<unsigned long long> graph_allocations;        ///< pointer -> capture id
+  rare_pointer_map<std::vector<cudaStream_t>> recorded_streams;  ///< pointer -> user streams
+  deferred_frees deferred;
+};
+
+/** @brief The plugin's state; the first call that finds a driver makes it. */
+plugin_state& state()
+{
+  static plugin_state* const s = new plugin_state{query_device_count()};
+  return *s;
+}
+
+// ---- Allocation and free --------------------------------------------------------------------
+
+void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
+{
+  if (bytes == 0) { return nullptr; }
+  plugin_state& st = state();
+  device           = st.resolve(device);
+  st.slot(device);
+  device_counts* const counts = local_counts(st.counters, device);
+  void* ptr{};
+  try {
+    ptr = get_per_device_resource_ref(device).allocate(cuda::stream_ref{stream}, bytes, alignment);
+  } catch (...) {
+    if (counts != nullptr) { bump(counts->failures); }
+    throw;
+  }
+  if (capture_state const c = capture_of(stream); c.capturing) {
+    st.graph_allocations.put(ptr, c.id);
+  }
+  if (counts != nullptr) {
+    bump(counts->allocations[static_cast<std::size_t>(from)]);
+    bump(counts->bytes_allocated, bytes);
+  }
+  return ptr;
+}
+
+/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
+void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
+{
+  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, capturing); }
+  get_per_device_resource_ref(f.device).deallocate(
+    cuda::stream_ref{f.stream}, f.ptr, f.bytes, alignment);
+  if (device_counts* const counts = local_counts(st.counters, f.device)) {
+    bump(counts->deallocations);
+    bump(counts->bytes_freed, f.bytes);
+  }
+}
+
+/** @brief Frees that waited for a capture which has ended. */
+void release_deferred(plugin_state& st) noexcept
+{
+  if (st.deferred.count() == 0) { return; }
+  for (pending_free const& f : st.deferred.take_ready()) {
+    free_now(st, f, false);
+  }
+}
+
+void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStream_t stream)
+{
+  if (ptr == nullptr) { return; }
+  plugin_state& st = state();
+  device           = st.resolve(device);
+  release_deferred(st);
+  pending_free const f{ptr, bytes, device, stream, from};
+  capture_state const c                         = capture_of(stream);
+  std::optional<unsigned long long> const graph = st.graph_allocations.take(ptr);
+  if (c.capturing && !(graph && *graph == c.id)) {
+    // A free node may only free what its own capture allocated: free after the capture.
+    st.deferred.push(f);
+    return;
+  }
+  free_now(st, f, c.capturing);
+}
+
+}  // namespace
+}  // namespace rmm_next::plugin
+
+// ---- The C interface ------------------------------------------------------------------------
+
+using rmm_next::plugin::guarded;
+using rmm_next::plugin::source;
+using rmm_next::plugin::state;
+
+extern "C" {
+
+RMM_NEXT_EXPORT int rmm_next_abi_version(void) { return RMM_NEXT_ALLOCATOR_ABI_VERSION; }
+
+RMM_NEXT_EXPORT char const* rmm_next_last_error(void)
+{
+  return rmm_next::plugin::last_error().c_str();
+}
+
+RMM_NEXT_EXPORT int rmm_next_device_count(void)
+{
+  return guarded(-1, [] { return state().device_count; });
+}
+
+RMM_NEXT_EXPORT int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t* total_bytes)
+{
+  return guarded(-1, [&] {
+    if (free_bytes == nullptr || total_bytes == nullptr) {
+      throw std::invalid_argument{"rmm_next_mem_get_info: null output pointer"};
+    }
+    device = state().resolve(device);
+    rmm_next::detail::device_guard const on_device{device};
+    if (cudaError_t const s = cudaMemGetInfo(free_bytes, total_bytes); s != cudaSuccess) {
+      rmm_next::detail::throw_cuda_error(s, "cudaMemGetInfo", "rmm_next_mem_get_info");
+    }
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_use_current_pool(int device)
+{
+  return guarded(-1, [&] {
+    rmm_next::plugin::resource_choice choice;
+    choice.kind = rmm_next::plugin::resource_kind::current_pool;
+    state().choose(device, choice, "rmm_next_use_current_pool");
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_use_owned_pool(int device, rmm_next_pool_options const* options)
+{
+  return guarded(-1, [&] {
+    rmm_next::plugin::resource_choice choice;
+    choice.kind = rmm_next::plugin::resource_kind::owned_pool;
+    choice.pool = rmm_next::plugin::to_pool_options(options);
+    state().choose(device, choice, "rmm_next_use_owned_pool");
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_use_managed_memory(int device)
+{
+  return guarded(-1, [&] {
+    rmm_next::plugin::resource_choice choice;
+    choice.kind = rmm_next::plugin::resource_kind::managed;
+    state().choose(device, choice, "rmm_next_use_managed_memory");
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_enable_thread_cache(int device,
+                                                 rmm_next_thread_cache_options const* options)
+{
+  return guarded(-1, [&] {
+    rmm_next::plugin::resource_choice choice;
+    choice.cache = rmm_next::plugin::to_cache_options(options);
+    state().choose(device, choice, "rmm_next_enable_thread_cache");
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_disable_thread_cache(int device)
+{
+  return guarded(-1, [&] {
+    auto& st          = state();
+    auto const remove = [&](int d) {
+      rmm_next::plugin::device_slot& s = st.slot(d);
+      std::lock_guard lock{s.mutex};
+      s.remove_cache(d);
+    };
+    if (device == -1) {
+      st.forget_default_cache();
+      for (int d = 0; d < st.device_count; ++d) {
+        if (st.touched(d)) { remove(d); }
+      }
+    } else {
+      remove(st.resolve(device));
+    }
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
+{
+  return guarded(-1, [&] {
+    auto& st = state();
+    rmm_next::plugin::release_deferred(st);
+    auto const release = [&](int d) {
+      if (!st.touched(d)) { return; }  // never make a context on a device the plugin never used
+      rmm_next::plugin::device_slot& s = st.slot(d);
+      std::lock_guard lock{s.mutex};
+      if (auto* cache = s.cache()) { cache->flush(); }
+      rmm_next::detail::device_guard const on_device{d};
+      if (cudaError_t const e = cudaDeviceSynchronize(); e != cudaSuccess) {
+        rmm_next::detail::throw_cuda_error(e, "cudaDeviceSynchronize", "rmm_next_release_unused");
+      }
+      if (cudaMemPool_t const pool = s.pool(d); pool != nullptr) {
+        (void)cudaMemPoolTrimTo(pool, 0);
+        (void)cudaGetLastError();
+      }
+    };
+    if (device == -1) {
+      for (int d = 0; d < st.device_count; ++d) {
+        release(d);
+      }
+    } else {
+      release(st.resolve(device));
+    }
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT void* rmm_next_allocate(size_t size, int device, cudaStream_t stream)
+{
+  return guarded<void*>(
+    nullptr, [&] { return rmm_next::plugin::allocate(source::other, size, device, stream); });
+}
+
+RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr, size_t size, int device, cudaStream_t stream)
+{
+  guarded(0, [&] {
+    rmm_next::plugin::deallocate(source::other, ptr, size, device, stream);
+    return 0;
+  });
+}
+
+// ---- PyTorch --------------------------------------------------------------------------------
+
+RMM_NEXT_EXPORT void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream)
+{
+  return guarded<void*>(nullptr, [&]() -> void* {
+    if (size <= 0) { return nullptr; }
+    return rmm_next::plugin::allocate(
+      source::torch, static_cast<std::size_t>(size), device, stream);
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
+{
+  guarded(0, [&] {
+    rmm_next::plugin::deallocate(
+      source::torch, ptr, static_cast<std::size_t>(size), device, stream);
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream)
+{
+  guarded(0, [&] {
+    if (ptr == nullptr) { return 0; }
+    state().recorded_streams.update(ptr, [&](std::vector<cudaStream_t>& users) {
+      for (cudaStream_t const s : users) {
+        if (s == stream) { return; }
+      }
+      users.push_back(stream);
+    });
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_torch_empty_cache(void) { (void)rmm_next_release_unused(-1); }
+
+// ---- CuPy -----------------------------------------------------------------------------------
+
+RMM_NEXT_EXPORT void* rmm_next_cupy_malloc(void* param, size_t size, int device_id)
+{
+  return guarded<void*>(nullptr, [&]() -> void* {
+    auto const stream = static_cast<cudaStream_t>(param);
+    void* const ptr   = rmm_next::plugin::allocate(source::cupy, size, device_id, stream);
+    if (ptr != nullptr) {
+      try {
+        state().table.insert(ptr, {size, stream, device_id});
+      } catch (...) {
+        rmm_next::plugin::deallocate(source::cupy, ptr, size, device_id, stream);
+        throw;
+      }
+    }
+    return ptr;
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_cupy_free(void* /*param*/, void* ptr, int /*device_id*/)
+{
+  guarded(0, [&] {
+    if (ptr == nullptr) { return 0; }
+    auto const record = state().table.take(ptr);
+    if (!record) {
+      throw std::invalid_argument{
+        "rmm_next_cupy_free: the pointer was not allocated by rmm_next_cupy_malloc; it is not "
+        "freed"};
+    }
+    rmm_next::plugin::deallocate(source::cupy, ptr, record->bytes, record->device, record->stream);
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_cupy_forget_stream(cudaStream_t stream)
+{
+  guarded(0, [&] {
+    std::uint64_t const devices = state().table.restream(stream, cudaStreamLegacy);
+    for (int d = 0; d < 64; ++d) {
+      if ((devices >> d & 1U) == 0) { continue; }
+      // The destroyed stream's queued work may still use the memory: let it finish now.
+      rmm_next::detail::device_guard const on_device{d, std::nothrow};
+      (void)cudaDeviceSynchronize();
+      (void)cudaGetLastError();
+    }
+    return 0;
+  });
+}
+
+// ---- Numba ----------------------------------------------------------------------------------
+
+RMM_NEXT_EXPORT void* rmm_next_numba_alloc(size_t size, int device)
+{
+  return guarded<void*>(nullptr, [&] {
+    return rmm_next::plugin::allocate(source::numba, size, device, cudaStreamLegacy);
+  });
+}
+
+RMM_NEXT_EXPORT void rmm_next_numba_free(void* ptr, size_t size, int device)
+{
+  guarded(0, [&] {
+    rmm_next::plugin::deallocate(source::numba, ptr, size, device, cudaStreamLegacy);
+    return 0;
+  });
+}
+
+// ---- Statistics -----------------------------------------------------------------------------
+
+RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out)
+{
+  return guarded(-1, [&] {
+    if (out == nullptr) {
+      throw std::invalid_argument{"rmm_next_get_statistics: null output pointer"};
+    }
+    auto& st = state();
+    device   = st.resolve(device);
+    rmm_next::plugin::release_deferred(st);  // what a capture that has ended held back
+    rmm_next_statistics s            = {};
+    rmm_next::plugin::count_totals t = st.counters.totals(static_cast<std::size_t>(device));
+    for (std::uint64_t const n : t.allocations) {
+      s.allocations += n;
+    }
+    s.torch_allocations                 = t.allocations[static_cast<std::size_t>(source::torch)];
+    s.cupy_allocations                  = t.allocations[static_cast<std::size_t>(source::cupy)];
+    s.numba_allocations                 = t.allocations[static_cast<std::size_t>(source::numba)];
+    s.other_allocations                 = t.allocations[static_cast<std::size_t>(source::other)];
+    s.deallocations                     = t.deallocations;
+    s.failed_allocations                = t.failures;
+    s.allocated_bytes                   = t.bytes_allocated - t.bytes_freed;
+    s.total_allocated_bytes             = t.bytes_allocated;
+    s.deferred_frees                    = st.deferred.count();
+    rmm_next::plugin::device_slot& slot = st.slot(device);
+    std::lock_guard lock{slot.mutex};
+    s.resource_kind = static_cast<std::int32_t>(slot.kind(device));
+    if (cudaMemPool_t const pool = slot.pool(device); pool != nullptr) {
+      auto const read = [pool](cudaMemPoolAttr attr) -> std::uint64_t {
+        cuuint64_t value{};
+        if (cudaMemPoolGetAttribute(pool, attr, &value) != cudaSuccess) {
+          (void)cudaGetLastError();
+          return 0;
+        }
+        return value;
+      };
+      s.pool_reserved_bytes      = read(cudaMemPoolAttrReservedMemCurrent);
+      s.pool_reserved_bytes_high = read(cudaMemPoolAttrReservedMemHigh);
+      s.pool_used_bytes          = read(cudaMemPoolAttrUsedMemCurrent);
+      s.pool_used_bytes_high     = read(cudaMemPoolAttrUsedMemHigh);
+    }
+    if (slot.cache_in_place(device)) {
+      rmm_next::thread_cache_statistics const c = slot.cache()->statistics();
+      s.thread_cache_enabled                    = 1;
+      s.cache_hits                              = c.hits;
+      s.cache_misses                            = c.misses;
+      s.cache_bypasses                          = c.bypasses;
+      s.cached_bytes                            = c.cached_bytes;
+    }
+    *out = s;
+    return 0;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,186 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/allocator_plugin.h>
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_managed_resource.hpp>
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/pool_options.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+/**
+ * @file
+ * @brief Which resource serves each device: the choices the C functions make, applied to the
+ * process-wide map, and the resources the plugin keeps alive for them.
+ */
+
+namespace rmm_next::plugin {
+
+enum class resource_kind : int {
+  current_pool = rmm_next_resource_current_pool,
+  owned_pool   = rmm_next_resource_owned_pool,
+  managed      = rmm_next_resource_managed,
+  external     = rmm_next_resource_external,
+};
+
+using cache_adaptor = thread_cache_adaptor<device_async_resource_ref>;
+
+/** @brief A resource choice, kept as the default for devices the plugin has not used yet. */
+struct resource_choice {
+  std::optional<resource_kind> kind;  ///< none: leave the device's resource as it is
+  pool_options pool{};
+  std::optional<thread_cache_options> cache;
+};
+
+inline pool_options to_pool_options(rmm_next_pool_options const* o)
+{
+  pool_options p;
+  if (o == nullptr) { return p; }
+  if (o->initial_pool_size != 0) { p.initial_pool_size = o->initial_pool_size; }
+  if (o->release_threshold != SIZE_MAX) { p.release_threshold = o->release_threshold; }
+  if (o->maximum_pool_size != 0) { p.maximum_pool_size = o->maximum_pool_size; }
+  return p;
+}
+
+inline thread_cache_options to_cache_options(rmm_next_thread_cache_options const* o)
+{
+  thread_cache_options c;
+  if (o == nullptr) { return c; }
+  if (o->max_cached_bytes_per_thread != 0) {
+    c.max_cached_bytes_per_thread = o->max_cached_bytes_per_thread;
+  }
+  if (o->max_block_size != 0) { c.max_block_size = o->max_block_size; }
+  if (o->max_streams_per_thread != 0) { c.max_streams_per_thread = o->max_streams_per_thread; }
+  c.detect_capture = o->skip_capture_detection == 0;
+  return c;
+}
+
+/**
+ * @brief One device's choice. Resources the plugin puts in the map are never destroyed (refs to
+ * them may have been handed out); a pool replaced later is trimmed instead.
+ */
+class device_slot {
+ public:
+  /** @brief Applies `choice` now (the caller holds `mutex`). */
+  void apply(int device, resource_choice const& choice, std::int64_t live_bytes, char const* call)
+  {
+    if (choice.kind) {
+      if (live_bytes != 0) {
+        throw std::logic_error{std::string{call} + ": device " + std::to_string(device) +
+                               " still has " + std::to_string(live_bytes) +
+                               " bytes allocated through rmm-next; free them before changing its "
+                               "resource"};
+      }
+      bool const had_cache                     = cache_in_place(device);
+      thread_cache_options const cache_options = cache_options_;
+      if (had_cache) { remove_cache(device); }
+      install_resource(device, *choice.kind, choice.pool);
+      if (had_cache && !choice.cache) { install_cache(device, cache_options); }
+    }
+    if (choice.cache) { install_cache(device, *choice.cache); }
+    installed_ = get_per_device_resource_ref(device);
+  }
+
+  void install_cache(int device, thread_cache_options const& options)
+  {
+    if (cache_in_place(device)) { return; }
+    detail::device_guard const on_device{device};  // the cache synchronizes this device
+    device_async_resource_ref const upstream = get_per_device_resource_ref(device);
+    cache_         = new cache_adaptor{upstream, options};  // lives until the process ends
+    cache_wraps_   = upstream;
+    cache_options_ = options;
+    set_per_device_resource_ref(device, device_async_resource_ref{*cache_});
+    installed_ = get_per_device_resource_ref(device);
+  }
+
+  void remove_cache(int device)
+  {
+    if (!cache_in_place(device)) { return; }
+    set_per_device_resource_ref(device, *cache_wraps_);
+    cache_->flush();
+    cache_ = nullptr;  // kept alive (refs may remain), empty
+    cache_wraps_.reset();
+    installed_ = get_per_device_resource_ref(device);
+  }
+
+  [[nodiscard]] bool cache_in_place(int device) const
+  {
+    return cache_ != nullptr &&
+           get_per_device_resource_ref(device) == device_async_resource_ref{*cache_};
+  }
+
+  /** @brief The kind in place now: `external` when someone else set the device's resource. */
+  [[nodiscard]] resource_kind kind(int device) const
+  {
+    if (installed_ && get_per_device_resource_ref(device) != *installed_) {
+      return resource_kind::external;
+    }
+    return kind_;
+  }
+
+  [[nodiscard]] cache_adaptor* cache() const noexcept { return cache_; }
+
+  /** @brief The pool the device's resource allocates from, when the plugin knows it. */
+  [[nodiscard]] cudaMemPool_t pool(int device) const
+  {
+    if (kind_ == resource_kind::owned_pool && owned_ != nullptr) { return owned_->pool_handle(); }
+    if (kind_ == resource_kind::managed && managed_ != nullptr) { return managed_->pool_handle(); }
+    cudaMemPool_t pool{};
+    if (cudaDeviceGetMemPool(&pool, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return pool;
+  }
+
+  std::mutex mutex;
+  std::atomic<bool> touched{false};
+
+ private:
+  void install_resource(int device, resource_kind kind, pool_options const& options)
+  {
+    cudaMemPool_t const previous_owned =
+      kind_ == resource_kind::owned_pool && owned_ != nullptr ? owned_->pool_handle() : nullptr;
+    switch (kind) {
+      case resource_kind::owned_pool:
+        owned_ = new async_device_resource{options, device};
+        set_per_device_resource_ref(device, device_async_resource_ref{*owned_});
+        break;
+      case resource_kind::managed:
+        managed_ = new async_managed_resource{current_pool{}, device};
+        set_per_device_resource_ref(device, device_async_resource_ref{*managed_});
+        break;
+      default: reset_per_device_resource_ref(device); break;
+    }
+    kind_ = kind;
+    if (previous_owned != nullptr) {  // nothing of it is in use: give its memory back
+      (void)cudaMemPoolTrimTo(previous_owned, 0);
+      (void)cudaGetLastError();
+    }
+  }
+
+  resource_kind kind_{resource_kind::current_pool};
+  std::optional<device_async_resource_ref> installed_;
+  async_device_resource* owned_{};
+  async_managed_resource* managed_{};
+  cache_adaptor* cache_{};
+  std::optional<device_async_resource_ref> cache_wraps_;
+  thread_cache_options cache_options_{};
+};
+
+}  // namespace rmm_next::plugin

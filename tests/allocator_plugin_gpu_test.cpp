@@ -1,0 +1,202 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so on a GPU, through its C interface: the frameworks' entry points,
+// resource choices shared with C++ code, out of memory, and frees during stream capture.
+
+#include "support/stream_guard.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/statistics_adaptor.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+rmm_next_statistics statistics()
+{
+  rmm_next_statistics s{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+class AllocatorPlugin : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ(statistics().allocated_bytes, 0U) << "a previous test leaked";
+  }
+  void TearDown() override
+  {
+    EXPECT_EQ(statistics().allocated_bytes, 0U);
+    EXPECT_EQ(rmm_next_disable_thread_cache(0), 0) << rmm_next_last_error();
+    EXPECT_EQ(rmm_next_use_current_pool(0), 0) << rmm_next_last_error();
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  }
+};
+
+TEST_F(AllocatorPlugin, EveryFrameworksEntryPointAllocatesAndFrees)
+{
+  rmm_next::test::stream_guard stream;
+  rmm_next_statistics const before = statistics();
+  void* t                          = rmm_next_torch_alloc(1000, 0, stream);
+  void* c                          = rmm_next_cupy_malloc(stream, 3000, 0);
+  void* n                          = rmm_next_numba_alloc(5000, 0);
+  void* o                          = rmm_next_allocate(7000, 0, stream);
+  for (void* p : {t, c, n, o}) {
+    ASSERT_NE(p, nullptr) << rmm_next_last_error();
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0U);
+  }
+  rmm_next_statistics const during = statistics();
+  EXPECT_EQ(during.allocated_bytes, 16000U);
+  EXPECT_EQ(during.torch_allocations - before.torch_allocations, 1U);
+  EXPECT_EQ(during.cupy_allocations - before.cupy_allocations, 1U);
+  EXPECT_EQ(during.numba_allocations - before.numba_allocations, 1U);
+  EXPECT_EQ(during.other_allocations - before.other_allocations, 1U);
+  EXPECT_GE(during.pool_used_bytes, 16000U);
+  rmm_next_torch_free(t, 1000, 0, stream);
+  rmm_next_cupy_free(stream, c, 0);  // size and stream from the table
+  rmm_next_numba_free(n, 5000, 0);
+  rmm_next_deallocate(o, 7000, 0, stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(statistics().deallocations - before.deallocations, 4U);
+  // Zero bytes: NULL, and nothing counted as a failure.
+  EXPECT_EQ(rmm_next_torch_alloc(0, 0, stream), nullptr);
+  EXPECT_EQ(statistics().failed_allocations, before.failed_allocations);
+}
+
+TEST_F(AllocatorPlugin, OutOfMemoryIsNullAndAMessage)
+{
+  EXPECT_EQ(rmm_next_torch_alloc(std::int64_t{1} << 50, 0, nullptr), nullptr);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("out_of_memory"), std::string::npos);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  void* p = rmm_next_torch_alloc(1 << 20, 0, nullptr);
+  EXPECT_NE(p, nullptr);
+  rmm_next_torch_free(p, 1 << 20, 0, nullptr);
+}
+
+TEST_F(AllocatorPlugin, CppAndCShareTheProcessWideResource)
+{
+  // C++ sets device 0's resource: the C functions allocate from it.
+  rmm_next::async_device_resource pool{rmm_next::pool_options{}};
+  rmm_next::statistics_adaptor counted{rmm_next::device_async_resource_ref{pool}};
+  auto const previous =
+    rmm_next::set_per_device_resource_ref(0, rmm_next::device_async_resource_ref{counted});
+  EXPECT_EQ(statistics().resource_kind, rmm_next_resource_external);
+  void* p = rmm_next_torch_alloc(4096, 0, nullptr);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(counted.statistics().allocations.current, 1);
+  rmm_next_torch_free(p, 4096, 0, nullptr);
+  rmm_next::set_per_device_resource_ref(0, previous);
+
+  // C chooses an owned pool: C++ sees it.
+  rmm_next_pool_options options{std::size_t{32} << 20, SIZE_MAX, 0};
+  ASSERT_EQ(rmm_next_use_owned_pool(0, &options), 0) << rmm_next_last_error();
+  EXPECT_EQ(statistics().resource_kind, rmm_next_resource_owned_pool);
+  EXPECT_GE(statistics().pool_reserved_bytes, std::size_t{32} << 20);
+  auto mr = rmm_next::get_per_device_resource_ref(0);
+  void* q = mr.allocate_sync(4096, 256);
+  EXPECT_GE(statistics().pool_used_bytes, 4096U);
+  mr.deallocate_sync(q, 4096, 256);
+}
+
+TEST_F(AllocatorPlugin, ResourceChangeIsRefusedWhileMemoryIsLive)
+{
+  void* p = rmm_next_allocate(1 << 20, 0, nullptr);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(rmm_next_use_owned_pool(0, nullptr), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("still has"), std::string::npos);
+  rmm_next_deallocate(p, 1 << 20, 0, nullptr);
+  EXPECT_EQ(rmm_next_use_owned_pool(0, nullptr), 0) << rmm_next_last_error();
+}
+
+TEST_F(AllocatorPlugin, ThreadCacheServesRepeatsAndReleasesOnDemand)
+{
+  ASSERT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0);  // again: no change
+  rmm_next::test::stream_guard stream;
+  for (int i = 0; i < 100; ++i) {
+    void* p = rmm_next_torch_alloc(1000, 0, stream);
+    ASSERT_NE(p, nullptr);
+    rmm_next_torch_free(p, 1000, 0, stream);
+  }
+  rmm_next_statistics s = statistics();
+  EXPECT_TRUE(s.thread_cache_enabled);
+  EXPECT_GE(s.cache_hits, 99U);
+  EXPECT_GT(s.cached_bytes, 0U);
+  EXPECT_EQ(rmm_next_release_unused(0), 0) << rmm_next_last_error();
+  EXPECT_EQ(statistics().cached_bytes, 0U);
+}
+
+TEST_F(AllocatorPlugin, RecordedStreamsAreWaitedForAtTheFree)
+{
+  rmm_next::test::stream_guard main, side;
+  void* p = rmm_next_torch_alloc(1 << 20, 0, main);
+  ASSERT_NE(p, nullptr);
+  rmm_next_torch_record_stream(p, side);
+  rmm_next_torch_record_stream(p, side);  // recorded once
+  rmm_next_torch_free(p, 1 << 20, 0, main);
+  EXPECT_EQ(cudaStreamSynchronize(main), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(AllocatorPlugin, FreesOfUncapturedMemoryWaitForTheCaptureToEnd)
+{
+  rmm_next::test::stream_guard stream;
+  void* before = rmm_next_torch_alloc(1 << 20, 0, stream);  // ordinary memory
+  ASSERT_NE(before, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+
+  cudaGraph_t graph{};
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  void* inside = rmm_next_torch_alloc(1 << 20, 0, stream);  // a graph allocation
+  EXPECT_NE(inside, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemsetAsync(inside, 0, 1 << 20, stream), cudaSuccess);
+  rmm_next_torch_free(inside, 1 << 20, 0, stream);  // a free node
+  rmm_next_torch_free(before, 1 << 20, 0, stream);  // not the graph's: held back
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "the capture was invalidated";
+  rmm_next_statistics const held = statistics();  // also frees what waited
+  EXPECT_EQ(held.deferred_frees, 0U);
+  EXPECT_EQ(held.allocated_bytes, 0U);
+
+  cudaGraphExec_t exec{};
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+TEST_F(AllocatorPlugin, CupyMemoryOfAForgottenStreamIsFreedOnTheDefaultStream)
+{
+  cudaStream_t stream{};
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void* p = rmm_next_cupy_malloc(stream, 4096, 0);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  rmm_next_cupy_forget_stream(stream);
+  rmm_next_cupy_free(nullptr, p, 0);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // A pointer the table does not know is refused, not freed.
+  rmm_next_cupy_free(nullptr, p, 0);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("not allocated by"), std::string::npos);
+}
+
+}  // namespace

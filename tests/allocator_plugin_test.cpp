@@ -1,0 +1,160 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so without a GPU: its bookkeeping (pointer table, per-thread counters,
+// deferred frees) and the C interface's behaviour when no driver or device exists.
+
+#include "allocation_table.hpp"
+#include "plugin_counters.hpp"
+#include "stream_order.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace rmm_next::plugin;
+
+void* address(std::uintptr_t n) { return reinterpret_cast<void*>(n); }
+cudaStream_t stream(std::uintptr_t n) { return reinterpret_cast<cudaStream_t>(n); }
+
+TEST(AllocationTable, KeepsSizeStreamAndDeviceUntilTaken)
+{
+  allocation_table table;
+  table.insert(address(0x1000), {100, stream(0x10), 0});
+  table.insert(address(0x2000), {200, stream(0x20), 1});
+  EXPECT_EQ(table.size(), 2U);
+  auto const a = table.take(address(0x1000));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->bytes, 100U);
+  EXPECT_EQ(a->stream, stream(0x10));
+  EXPECT_EQ(a->device, 0);
+  EXPECT_FALSE(table.take(address(0x1000)).has_value());  // taken once
+  EXPECT_FALSE(table.take(address(0x3000)).has_value());  // never inserted
+  EXPECT_EQ(table.size(), 1U);
+}
+
+TEST(AllocationTable, RestreamMovesOnlyThatStreamsRecordsAndNamesTheirDevices)
+{
+  allocation_table table;
+  for (std::uintptr_t i = 0; i < 1000; ++i) {
+    table.insert(address(0x10000 + i * 256), {i, stream(i % 2 == 0 ? 0x10 : 0x20), int(i % 3)});
+  }
+  std::uint64_t const devices = table.restream(stream(0x10), stream(0x1));
+  EXPECT_EQ(devices, 0b111U);
+  for (std::uintptr_t i = 0; i < 1000; ++i) {
+    auto const r = table.take(address(0x10000 + i * 256));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->stream, stream(i % 2 == 0 ? 0x1 : 0x20));
+  }
+  EXPECT_EQ(table.restream(stream(0x10), stream(0x1)), 0U);
+}
+
+TEST(Counters, ThreadsCountApartAndSumsSurviveThreadExit)
+{
+  counter_registry registry{2};
+  constexpr int threads    = 8;
+  constexpr int per_thread = 1000;
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the exited threads' blocks
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&registry, t] {
+        for (int i = 0; i < per_thread; ++i) {
+          device_counts* c = local_counts(registry, t % 2);
+          bump(c->allocations[static_cast<std::size_t>(source::cupy)]);
+          bump(c->bytes_allocated, 10);
+        }
+        for (int i = 0; i < per_thread / 2; ++i) {
+          device_counts* c = local_counts(registry, t % 2);
+          bump(c->deallocations);
+          bump(c->bytes_freed, 10);
+        }
+      });
+    }
+    for (auto& w : workers) {
+      w.join();
+    }
+  }
+  for (std::size_t d = 0; d < 2; ++d) {
+    count_totals const t = registry.totals(d);
+    EXPECT_EQ(t.allocations[static_cast<std::size_t>(source::cupy)], 2U * 4 * per_thread);
+    EXPECT_EQ(t.bytes_allocated - t.bytes_freed, 2U * 4 * per_thread * 10 / 2);
+  }
+  EXPECT_EQ(local_counts(registry, 2), nullptr);  // out of range: not counted
+  EXPECT_EQ(local_counts(registry, -1), nullptr);
+}
+
+TEST(RarePointerMap, TakesWhatWasPutOnce)
+{
+  rare_pointer_map<std::vector<cudaStream_t>> map;
+  EXPECT_FALSE(map.take(address(0x100)).has_value());
+  map.update(address(0x100), [](auto& v) { v.push_back(stream(0x10)); });
+  map.update(address(0x100), [](auto& v) { v.push_back(stream(0x20)); });
+  auto const users = map.take(address(0x100));
+  ASSERT_TRUE(users.has_value());
+  EXPECT_EQ(users->size(), 2U);
+  EXPECT_FALSE(map.take(address(0x100)).has_value());
+}
+
+class WithoutDevice : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    int count{};
+    if (cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
+      GTEST_SKIP() << "a CUDA device is present: the no-device paths are not reached";
+    }
+    (void)cudaGetLastError();
+  }
+};
+
+TEST_F(WithoutDevice, DeferredFreesAreReadyWhenNothingCaptures)
+{
+  deferred_frees deferred;
+  deferred.push({address(0x100), 10, 0, stream(0x10), source::torch});
+  EXPECT_EQ(deferred.count(), 1U);
+  EXPECT_EQ(deferred.take_ready().size(), 1U);
+  EXPECT_EQ(deferred.count(), 0U);
+}
+
+TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
+{
+  EXPECT_EQ(rmm_next_abi_version(), RMM_NEXT_ALLOCATOR_ABI_VERSION);
+  EXPECT_EQ(rmm_next_device_count(), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("no usable CUDA driver or device"),
+            std::string::npos);
+  EXPECT_EQ(rmm_next_torch_alloc(1024, 0, nullptr), nullptr);
+  EXPECT_EQ(rmm_next_cupy_malloc(nullptr, 1024, 0), nullptr);
+  EXPECT_EQ(rmm_next_numba_alloc(1024, 0), nullptr);
+  EXPECT_EQ(rmm_next_allocate(1024, -1, nullptr), nullptr);
+  rmm_next_torch_free(address(0x100), 1024, 0, nullptr);
+  rmm_next_cupy_free(nullptr, address(0x100), 0);
+  rmm_next_numba_free(address(0x100), 1024, 0);
+  rmm_next_deallocate(address(0x100), 1024, 0, nullptr);
+  rmm_next_torch_record_stream(address(0x100), nullptr);
+  rmm_next_torch_empty_cache();
+  rmm_next_cupy_forget_stream(stream(0x10));
+  EXPECT_EQ(rmm_next_use_current_pool(-1), -1);
+  EXPECT_EQ(rmm_next_use_owned_pool(0, nullptr), -1);
+  EXPECT_EQ(rmm_next_use_managed_memory(0), -1);
+  EXPECT_EQ(rmm_next_enable_thread_cache(-1, nullptr), -1);
+  EXPECT_EQ(rmm_next_disable_thread_cache(-1), -1);
+  EXPECT_EQ(rmm_next_release_unused(-1), -1);
+  rmm_next_statistics stats{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &stats), -1);
+  std::size_t free_bytes{}, total_bytes{};
+  EXPECT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), -1);
+  // (Without a driver every runtime call, cudaGetLastError included, keeps reporting it.)
+}
+
+}  // namespace
