@@ -9,7 +9,6 @@
 # through $ORIGIN), so the build folder runs wherever it is carried.
 #
 # Sets RMM_NEXT_RMM_FOUND, and RMM_NEXT_RMM_STATUS (why not, when not).
-include_guard(GLOBAL)
 
 set(RMM_NEXT_RMM_ROOT "" CACHE PATH "Unpacked librmm-cu13 + rapids-logger wheels \
 (benchmarks/fetch_rmm.sh): builds RMM peers of the benchmarks and the RMM interoperability tests")
