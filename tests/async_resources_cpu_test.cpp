@@ -168,4 +168,25 @@ TEST(AllocationFailure, OtherErrorsAreBadAllocNotOutOfMemory)
   }
 }
 
+TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
+{
+  try {
+    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::device, 0, 1);
+    FAIL() << "no exception";
+  } catch (rmm_next::device_mismatch const& e) {
+    std::string const what = e.what();
+    EXPECT_EQ(e.resource_device(), 0);
+    EXPECT_EQ(e.stream_device(), 1);
+    EXPECT_NE(what.find("rmm_next::device_mismatch: async_device_resource::allocate"),
+              std::string::npos)
+      << what;
+    EXPECT_NE(what.find("stream of device 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("device 0 memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("cudaMemPoolSetAccess"), std::string::npos) << what;
+  }
+  EXPECT_THROW(
+    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::pinned, 2, 3),
+    rmm_next::logic_error);
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -82,6 +83,28 @@ class pool_state {
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
 
+  /**
+   * @brief True when kernels on `device` may read and write the pool's memory
+   * (`cudaMemPoolGetAccess`). A positive answer is kept for devices below 64; access is taken
+   * back only by the pool's owner, never while the resource hands out its memory.
+   */
+  [[nodiscard]] bool accessible_from(int device) noexcept
+  {
+    std::uint64_t const bit = device < 64 ? std::uint64_t{1} << device : 0;
+    if ((accessible_.load(std::memory_order_relaxed) & bit) != 0) { return true; }
+    cudaMemLocation location{};
+    location.type = cudaMemLocationTypeDevice;
+    location.id   = device;
+    cudaMemAccessFlags flags{};
+    if (cudaMemPoolGetAccess(&flags, pool_, &location) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (flags != cudaMemAccessFlagsProtReadWrite) { return false; }
+    accessible_.fetch_or(bit, std::memory_order_relaxed);
+    return true;
+  }
+
  private:
   void release_pool() noexcept
   {
@@ -96,6 +119,7 @@ class pool_state {
   cudaMemPool_t pool_;
   bool owned_;
   cudaStream_t stream_{};
+  std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
 };
 
 /** @brief A pool chosen for a resource: the handle and its shared state. */
@@ -103,6 +127,7 @@ struct pool_binding {
   cudaMemPool_t pool{};
   int device{};
   std::shared_ptr<pool_state> state;
+  bool check_streams{false};  ///< whether `allocate` checks the stream's device
 };
 
 [[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
