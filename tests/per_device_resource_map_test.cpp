@@ -16,6 +16,13 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SANITIZE_THREAD__)
+// From <sanitizer/allocator_interface.h>, which not every toolchain installs.
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#else
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -58,6 +65,17 @@ struct fixture_resources {
     };
   }
 };
+
+/** The bytes the program has allocated from the heap now. */
+std::size_t heap_bytes()
+{
+#if defined(__SANITIZE_THREAD__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  struct mallinfo2 const info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+#endif
+}
 
 template <class Ref>
 bool same(Ref const& lhs, Ref const& rhs)
@@ -444,6 +462,58 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
   }
   EXPECT_EQ(allocations, frees);
   EXPECT_GT(allocations, 0);
+}
+
+TEST(PerDeviceResourceMap, SetAndResetKeepMemoryConstant)
+{
+  // A scoped override (set, then reset) per request, millions of times, while other threads
+  // read: the map's memory must not grow with the number of overrides.
+  constexpr long pairs      = 2'000'000;
+  constexpr int num_readers = 2;
+  constexpr int devices     = 2;
+  fixture_resources res{devices};
+  device_map map{res.factory(), devices};
+  fake_resource mine{1};
+  for (int d = 0; d < devices; ++d) {
+    map.set(d, device_async_resource_ref{mine});
+    map.reset(d);
+  }
+
+  std::atomic<bool> done{false};
+  std::atomic<long> unexpected{0};
+  std::latch started{num_readers + 1};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < num_readers; ++r) {
+    readers.emplace_back([&, r] {
+      started.arrive_and_wait();
+      for (long n = r; !done.load(std::memory_order_relaxed); ++n) {
+        int const device = static_cast<int>(n % devices);
+        auto const ref   = map.get(device);
+        if (!same(ref, device_async_resource_ref{mine}) &&
+            !same(ref, device_async_resource_ref{res.initial[device]})) {
+          unexpected.fetch_add(1);
+        }
+      }
+    });
+  }
+  started.arrive_and_wait();
+  std::size_t const before = heap_bytes();
+  for (long i = 0; i < pairs; ++i) {
+    int const device = static_cast<int>(i % devices);
+    map.set(device, device_async_resource_ref{mine});
+    map.reset(device);
+  }
+  std::size_t const after = heap_bytes();
+  done.store(true);
+  for (auto& th : readers) {
+    th.join();
+  }
+
+  EXPECT_EQ(unexpected.load(), 0);
+  std::size_t const grown = after > before ? after - before : 0;
+  EXPECT_LT(grown, std::size_t{16} << 20) << "the heap grew by " << grown << " bytes over "
+                                          << pairs << " set/reset pairs";
+  EXPECT_EQ(res.factory_calls.load(), devices);
 }
 
 }  // namespace
