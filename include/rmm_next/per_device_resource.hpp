@@ -66,7 +66,8 @@ inline device_async_resource_ref get_per_device_resource_ref(int device)
 /**
  * @brief Makes `ref` the process-wide ref of the current device, for every library using it.
  * The caller keeps the resource alive while it is set (or until the process ends).
- * @return The previous ref.
+ * @return The previous ref; before the device's initial resource was made, a stand-in for it
+ * that makes it when used (`per_device_resource_map::set`): setting it back is a reset.
  */
 inline device_async_resource_ref set_current_device_resource_ref(device_async_resource_ref ref)
 {

@@ -7,6 +7,7 @@
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/reader_indicators.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/error.hpp>
 
 #include <atomic>
@@ -172,16 +173,27 @@ class per_device_resource_map {
   /**
    * @brief Makes `ref` the ref of `device`. The caller keeps its resource alive while the map
    * may hand it out.
-   * @return The previous ref (the factory's if none was set; it is made if it did not exist).
+   *
+   * Never runs the factory. When the device has had no ref yet (nothing set, nothing read),
+   * the previous ref is the factory's resource *to be*: a ref to a stand-in the map owns, which
+   * makes the factory's resource on its first allocation and forwards to it. Setting that ref
+   * back (`set(device, previous)`) is `reset(device)`. (For a `Ref` the stand-in cannot bind to,
+   * one with other properties than host and device accessibility, the factory's resource is
+   * made instead.)
+   *
+   * @return The previous ref.
    * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
    */
   Ref set(int device, Ref ref)
   {
     check_device(device);
     std::lock_guard lock{write_mutex_};
-    Ref previous = current_locked(device);
-    publish(device, std::move(ref));
-    devices_[device].is_set = true;
+    Ref previous = previous_locked(device);
+    if (is_stand_in(device, ref)) {
+      restore_initial_locked(device);
+    } else {
+      publish(device, &ref);
+    }
     return previous;
   }
 
@@ -189,18 +201,17 @@ class per_device_resource_map {
   Ref set_current(Ref ref) { return set(detail::current_device_fast(), std::move(ref)); }
 
   /**
-   * @brief Makes the factory's resource the ref of `device` again.
-   * @return The previous ref.
+   * @brief Makes the factory's resource the ref of `device` again. Never runs the factory: a
+   * device whose resource was not made yet gets it on its next use.
+   * @return The previous ref (see `set`).
    * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
    */
   Ref reset(int device)
   {
     check_device(device);
     std::lock_guard lock{write_mutex_};
-    Ref previous        = current_locked(device);
-    device_state& state = devices_[device];
-    publish(device, state.initial->ref);
-    state.is_set = false;
+    Ref previous = previous_locked(device);
+    restore_initial_locked(device);
     return previous;
   }
 
@@ -224,15 +235,98 @@ class per_device_resource_map {
     std::shared_ptr<void> owner;
   };
 
+  class stand_in;
+
   /** @brief What the map keeps per device: constant in size. */
   struct alignas(64) device_state {
-    std::atomic<std::uint64_t> version{0};  ///< bumped by every publication
-    std::atomic<int> active{-1};            ///< the copy readers read; -1: none yet
-    std::optional<Ref> copies[2];           ///< Left-Right: the current ref and a spare
-    // Written under write_mutex_ only.
-    std::optional<node> initial;  ///< what the factory made, once made
-    bool is_set{false};           ///< whether the current ref was set (else the factory's)
+    std::atomic<std::uint64_t> version{0};   ///< bumped by every publication
+    std::atomic<int> active{-1};             ///< the copy readers read; -1: none yet
+    std::optional<Ref> copies[2];            ///< Left-Right: the current ref and a spare
+    std::atomic<node const*> made{nullptr};  ///< `initial` once the factory made it
+    std::optional<node> initial;       ///< what the factory made (written once, under the lock)
+    std::optional<stand_in> deferred;  ///< stands in for `initial` before it is made
   };
+
+  /**
+   * @brief The factory's resource of one device before it exists: its first allocation makes it
+   * (through the map, as a read would) and every call forwards to it. What `set` and `reset`
+   * return for a device that had no ref yet, so that they need not make it.
+   */
+  class stand_in {
+   public:
+    stand_in(per_device_resource_map const* map, int device) noexcept : map_{map}, device_{device}
+    {
+    }
+
+    [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
+    {
+      Ref target = map_->initial_ref(device_);
+      return detail::sync_allocate(target, bytes, alignment);
+    }
+    void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+    {
+      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
+        Ref target = made->ref;  // made by the allocation of `ptr`
+        detail::sync_deallocate(target, ptr, bytes, alignment);
+      }
+    }
+    [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      Ref target = map_->initial_ref(device_);
+      return detail::stream_allocate(target, stream, bytes, alignment);
+    }
+    void deallocate(cuda::stream_ref stream,
+                    void* ptr,
+                    std::size_t bytes,
+                    std::size_t alignment) noexcept
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
+        Ref target = made->ref;
+        detail::stream_deallocate(target, stream, ptr, bytes, alignment);
+      }
+    }
+    // CCCL 3.0 names of the same members.
+    [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment)
+    {
+      return allocate_sync(bytes, alignment);
+    }
+    void deallocate(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+    {
+      deallocate_sync(ptr, bytes, alignment);
+    }
+    [[nodiscard]] void* allocate_async(std::size_t bytes,
+                                       std::size_t alignment,
+                                       cuda::stream_ref stream)
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      return allocate(stream, bytes, alignment);
+    }
+    void deallocate_async(void* ptr,
+                          std::size_t bytes,
+                          std::size_t alignment,
+                          cuda::stream_ref stream) noexcept
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      deallocate(stream, ptr, bytes, alignment);
+    }
+
+    friend bool operator==(stand_in const& lhs, stand_in const& rhs) noexcept
+    {
+      return lhs.map_ == rhs.map_ && lhs.device_ == rhs.device_;
+    }
+    // The properties a `Ref` of the map may ask for: what the factory makes has those of `Ref`.
+    friend constexpr void get_property(stand_in const&, cuda::mr::device_accessible) noexcept {}
+    friend constexpr void get_property(stand_in const&, cuda::mr::host_accessible) noexcept {}
+
+   private:
+    per_device_resource_map const* map_;
+    int device_;
+  };
+
+  /** @brief Whether a `Ref` binds to the stand-in (else `set` makes the factory's resource). */
+  static constexpr bool has_stand_in = std::is_constructible_v<Ref, stand_in&>;
 
   /**
    * @brief A ref a thread read, with where and when from. Plain storage, so that the per-thread
@@ -311,16 +405,19 @@ class per_device_resource_map {
   }
 
   /**
-   * @brief Makes `ref` the device's current ref: fills the spare copy, switches readers to it,
-   * and waits until no reader copies the old one, which becomes the spare. Write lock held.
+   * @brief Makes `*ref` the device's current ref (null: none, the next read runs the factory):
+   * fills the spare copy, switches readers to it, and waits until no reader copies the old one,
+   * which becomes the spare. Write lock held.
    */
-  void publish(int device, Ref const& ref) const
+  void publish(int device, Ref const* ref) const
   {
     device_state& state = devices_[device];
-    int const active    = state.active.load(std::memory_order_relaxed);
-    int const spare     = active == 0 ? 1 : 0;
-    state.copies[spare].emplace(ref);
-    state.active.store(spare, std::memory_order_seq_cst);
+    int next            = -1;
+    if (ref != nullptr) {
+      next = state.active.load(std::memory_order_relaxed) == 0 ? 1 : 0;
+      state.copies[next].emplace(*ref);
+    }
+    state.active.store(next, std::memory_order_seq_cst);
     state.version.fetch_add(1, std::memory_order_release);
     readers_.wait_for_readers();
   }
@@ -349,6 +446,9 @@ class per_device_resource_map {
   void allocate_devices(int count) const
   {
     devices_ = std::make_unique<device_state[]>(static_cast<std::size_t>(count));
+    for (int d = 0; d < count; ++d) {
+      devices_[d].deferred.emplace(this, d);
+    }
     count_.store(count, std::memory_order_release);
   }
 
@@ -378,9 +478,65 @@ class per_device_resource_map {
     if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
       return *state.copies[active];
     }
-    if (!state.initial) { state.initial.emplace(make_initial_(device)); }
-    publish(device, state.initial->ref);
-    return state.initial->ref;
+    return made_locked(device).ref;
+  }
+
+  /** @brief What the factory made for `device`, made now if needed. Write lock held. */
+  node const& made_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    if (!state.initial) {
+      state.initial.emplace(make_initial_(device));
+      state.made.store(&*state.initial, std::memory_order_release);
+      if (state.active.load(std::memory_order_relaxed) < 0) {
+        publish(device, &state.initial->ref);
+      }
+    }
+    return *state.initial;
+  }
+
+  /** @brief The factory's ref of `device`, made now if needed (for the stand-in). */
+  Ref initial_ref(int device) const
+  {
+    if (node const* made = devices_[device].made.load(std::memory_order_acquire)) {
+      return made->ref;
+    }
+    std::lock_guard lock{write_mutex_};
+    return made_locked(device).ref;
+  }
+
+  /**
+   * @brief What `set` and `reset` return: the current ref, or, when the device has none yet,
+   * the stand-in for the factory's. Write lock held.
+   */
+  Ref previous_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
+      return *state.copies[active];
+    }
+    if constexpr (has_stand_in) {
+      return Ref{*state.deferred};
+    } else {
+      return made_locked(device).ref;
+    }
+  }
+
+  /** @brief Whether `ref` is the stand-in of `device`. */
+  bool is_stand_in(int device, Ref const& ref) const
+  {
+    if constexpr (has_stand_in) {
+      return ref == Ref{*devices_[device].deferred};
+    } else {
+      return false;
+    }
+  }
+
+  /** @brief Makes the factory's ref current again, or none while it is not made. Lock held. */
+  void restore_initial_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    publish(device, state.initial ? &state.initial->ref : nullptr);
   }
 
   std::uint64_t const id_{detail::next_map_id()};
