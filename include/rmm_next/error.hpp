@@ -4,13 +4,15 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <new>
 #include <stdexcept>
 #include <string>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Thrown when a CUDA runtime call fails.
@@ -115,4 +117,4 @@ class device_mismatch : public logic_error {
   int stream_device_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/reader_indicators.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/error.hpp>
@@ -30,7 +31,7 @@
  * it (a library, an application) instead of shared process-wide state.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 template <class T>
@@ -549,4 +550,4 @@ class per_device_resource_map {
   mutable std::unique_ptr<device_state[]> devices_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

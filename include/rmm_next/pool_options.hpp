@@ -4,12 +4,14 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <optional>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Selects the driver's *current* pool for the resource's location
@@ -60,4 +62,4 @@ struct pool_options {
   std::optional<cudaMemLocation> location{};
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -22,7 +23,7 @@
  * results, ...) and per device, with defaults the library chooses and overrides its users make.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /** @brief `Tag::count_` when the enum has that enumerator, else 0 (no count declared). */
@@ -240,4 +241,4 @@ class resource_context {
   std::array<map_type, kind_count> maps_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

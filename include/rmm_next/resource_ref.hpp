@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cstddef>
 #include <type_traits>
@@ -21,7 +22,7 @@
  * type, so code written against rmm-next compiles unchanged when CCCL is upgraded.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
 
@@ -142,4 +143,4 @@ using host_async_resource_ref = detail::async_ref<cuda::mr::host_accessible>;
 /** @brief Synchronous ref to host-accessible memory. */
 using host_resource_ref = detail::sync_ref<cuda::mr::host_accessible>;
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

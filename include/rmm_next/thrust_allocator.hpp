@@ -8,6 +8,7 @@
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -22,7 +23,7 @@
 #include <optional>
 #include <type_traits>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief A stream-ordered allocator for Thrust containers: `thrust::device_vector<T,
@@ -186,4 +187,4 @@ class thrust_allocator : public detail::allocator_base<T> {
   system_type policy_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -5,13 +5,14 @@
 #pragma once
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cstddef>
 #include <limits>
 #include <new>
 #include <type_traits>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief True when the resources can align a `T`: `alignof(T)` is at most 256. */
 template <class T>
@@ -52,4 +53,4 @@ struct allocator_base {
   using is_always_equal                        = std::false_type;
 };
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

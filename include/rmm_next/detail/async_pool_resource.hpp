@@ -7,6 +7,7 @@
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/pool_handle.hpp>
 #include <rmm_next/error.hpp>
@@ -22,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Statistics of a driver pool, read from its attributes. */
 struct pool_statistics {
@@ -358,4 +359,4 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
 };
 
 }  // namespace detail
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -49,7 +50,7 @@
     }                                                                                   \
   } while (0)
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
  * @brief Clears the runtime's last error and throws the typed error for `status`.
@@ -167,4 +168,4 @@ inline std::string version_string(int version)
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda.h>  // types only: the functions are reached through the runtime, libcuda is not linked
 #include <cuda_runtime_api.h>
@@ -20,7 +21,7 @@
  * to the runtime API or to the behaviour of a process without a GPU.
  */
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
@@ -178,4 +179,4 @@ inline int stream_device(cudaStream_t stream) noexcept
   return known ? static_cast<int>(device) : -1;
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 /**
  * @file
  * @brief NVTX annotations of rmm-next's resources and adaptors, in the NVTX domain "rmm_next".
@@ -39,7 +41,7 @@
 /// Empty when NVTX is compiled in; see the file comment.
 #define RMM_NEXT_NVTX_ABI
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = true;
@@ -145,14 +147,14 @@ inline void nvtx_unregister_region(void const* ptr) noexcept
 }
 
 }  // namespace nvtx_on
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
 
 #else  // NVTX compiled out: the same names, doing nothing
 
 /// Gives the classes that annotate other symbol names when NVTX is off; see the file comment.
 #define RMM_NEXT_NVTX_ABI [[gnu::abi_tag("rmm_next_nvtx_off")]]
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = false;
@@ -186,6 +188,6 @@ inline void nvtx_register_region(void const* /*ptr*/, std::size_t /*bytes*/) noe
 inline void nvtx_unregister_region(void const* /*ptr*/) noexcept {}
 
 }  // namespace nvtx_off
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
 
 #endif

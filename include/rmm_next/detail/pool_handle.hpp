@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
 
@@ -20,7 +21,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief What a pool hands out: the one thing that sets the three async resources apart. */
 enum class memory_kind { device, managed, pinned };
@@ -403,4 +404,4 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
   return binding;
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

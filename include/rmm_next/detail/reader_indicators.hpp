@@ -4,13 +4,15 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
  * @brief The reader side of a Left-Right scheme (Ramalhete and Correia): readers announce
@@ -86,4 +88,4 @@ class reader_indicators {
   std::array<std::array<counter, stripes>, 2> counters_{};
 };
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
