@@ -110,7 +110,7 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
  * stream-ordered and synchronous allocation, statistics, equality.
  *
  * `Derived` names its `memory_kind` as `static constexpr detail::memory_kind kind`. Allocations
- * and frees are NVTX ranges and memory regions (see detail/nvtx.hpp).
+ * and frees are NVTX ranges, and each allocation is named for tools (see detail/nvtx.hpp).
  */
 template <class Derived>
 class RMM_NEXT_NVTX_ABI async_pool_resource {
@@ -180,7 +180,6 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   {
     nvtx_range const range{nvtx_range_names().deallocate};
     if (ptr == nullptr) { return; }
-    nvtx_unregister_region(ptr);  // before the free: another thread may get `ptr` next
     if (cudaError_t const s = cudaFreeAsync(ptr, stream.get()); s != cudaSuccess) {
       report_release_failure(s, "cudaFreeAsync");
     }
@@ -199,7 +198,6 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
     void* ptr                 = allocate_on(stream, bytes, alignment, false);  // our own stream
     if (ptr != nullptr) {
       if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
-        nvtx_unregister_region(ptr);
         (void)cudaFreeAsync(ptr, stream);
         throw_cuda_error(s, "cudaStreamSynchronize", resource_name(Derived::kind));
       }
@@ -337,7 +335,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
         s != cudaSuccess) {
       throw_allocation_failure(Derived::kind, s, bytes, device_, stream);
     }
-    nvtx_register_region(ptr, bytes);
+    nvtx_name_region(ptr, state_->allocation_name());
     return ptr;
   }
 

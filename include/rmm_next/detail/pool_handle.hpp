@@ -12,9 +12,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +40,22 @@ constexpr char const* resource_name(memory_kind kind) noexcept
 
 inline constexpr std::uint64_t keep_all_threshold = UINT64_MAX;
 
+/**
+ * @brief What tools call the allocations of a resource (see `nvtx_name_region`): its class, device
+ * and pool, "async_device_resource dev 0 pool 0x7f3a2c000b40", or without the pool where that
+ * would exceed the 49 printable ASCII characters compute-sanitizer accepts.
+ */
+inline std::array<char, 50> allocation_name(memory_kind kind, int device, cudaMemPool_t pool)
+{
+  std::array<char, 50> name{};
+  int const n = std::snprintf(name.data(), name.size(), "%s dev %d pool %p", resource_name(kind),
+                              device, static_cast<void*>(pool));
+  if (n < 0 || static_cast<std::size_t>(n) >= name.size()) {
+    std::snprintf(name.data(), name.size(), "%s dev %d", resource_name(kind), device);
+  }
+  return name;
+}
+
 inline std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr)
 {
   std::uint64_t value{};
@@ -56,7 +74,8 @@ inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::ui
  */
 class pool_state {
  public:
-  pool_state(cudaMemPool_t pool, int device, bool owned) : pool_{pool}, owned_{owned}
+  pool_state(memory_kind kind, cudaMemPool_t pool, int device, bool owned)
+    : pool_{pool}, owned_{owned}, allocation_name_{detail::allocation_name(kind, device, pool)}
   {
     // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
     // for the legacy default stream nor for any other stream's work.
@@ -83,6 +102,9 @@ class pool_state {
   }
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  /** @brief What tools call the pool's allocations (`allocation_name`). */
+  [[nodiscard]] char const* allocation_name() const noexcept { return allocation_name_.data(); }
 
   /**
    * @brief True when kernels on `device` may read and write the pool's memory
@@ -121,6 +143,7 @@ class pool_state {
   bool owned_;
   cudaStream_t stream_{};
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
+  std::array<char, 50> allocation_name_;
 };
 
 /** @brief A pool chosen for a resource: the handle and its shared state. */
@@ -262,9 +285,9 @@ inline void adopt_release_threshold(cudaMemPool_t pool, std::optional<std::size_
   }
 }
 
-inline pool_binding bind(cudaMemPool_t pool, int device, bool owned)
+inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, bool owned)
 {
-  return pool_binding{pool, device, std::make_shared<pool_state>(pool, device, owned)};
+  return pool_binding{pool, device, std::make_shared<pool_state>(kind, pool, device, owned)};
 }
 
 inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts);
@@ -310,7 +333,7 @@ pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
 #endif
   cudaMemPool_t const pool = driver_pool(kind, device, src);
   adopt_release_threshold(pool, src.release_threshold);
-  return bind(pool, device, false);
+  return bind(kind, pool, device, false);
 }
 
 /** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
@@ -320,7 +343,7 @@ inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t poo
     throw logic_error{std::string{"rmm_next::"} + resource_name(kind) +
                       ": the cudaMemPool_t to view is null"};
   }
-  return bind(pool, device, false);
+  return bind(kind, pool, device, false);
 }
 
 /** @brief Creates a pool from `opts` that the resource owns. */
@@ -384,7 +407,7 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
   }
   // From here the state owns the pool and destroys it if anything below throws.
-  pool_binding binding = bind(pool, device, true);
+  pool_binding binding = bind(kind, pool, device, true);
   set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold,
                      opts.release_threshold.value_or(keep_all_threshold));
   if (opts.initial_pool_size && *opts.initial_pool_size > 0) {
