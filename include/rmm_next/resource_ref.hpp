@@ -53,10 +53,12 @@ template <class... Properties>
 inline constexpr bool is_async_cccl_ref<cuda::mr::async_resource_ref<Properties...>> = true;
 
 /**
- * @brief A CCCL < 3.1 resource ref with the member names of CCCL 3.1 and later.
+ * @brief A CCCL < 3.1 resource ref with the member names of CCCL 3.1 and later, and only those.
  *
  * Binds to a resource lvalue exactly as `CcclRef` does, converts to `CcclRef` (it is one), and
  * converts from any adaptor whose CCCL ref converts to `CcclRef` (a superset of properties).
+ * CCCL 3.0's own names (`allocate(bytes, alignment)`, `allocate_async`, ...) are hidden: CCCL 3.1
+ * and later do not have them, so code using them would break when CCCL is upgraded.
  */
 template <class CcclRef>
 class ref_adaptor : public CcclRef {
@@ -83,8 +85,11 @@ class ref_adaptor : public CcclRef {
   ref_adaptor(ref_adaptor const&) noexcept            = default;
   ref_adaptor& operator=(ref_adaptor const&) noexcept = default;
 
-  using CcclRef::allocate;
-  using CcclRef::deallocate;
+  // `allocate` and `deallocate` below hide CCCL 3.0's synchronous overloads; these hide the rest.
+  template <class... Args>
+  void* allocate_async(Args&&...) = delete;  ///< CCCL 3.0 only: use `allocate(stream, ...)`
+  template <class... Args>
+  void deallocate_async(Args&&...) = delete;  ///< CCCL 3.0 only: use `deallocate(stream, ...)`
 
   /** @brief Allocates memory usable at once by the host and any stream. */
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
