@@ -21,7 +21,7 @@
 
 /**
  * @brief Throws `rmm_next::logic_error` (or the exception type given as third argument) with
- * `msg` and the source location when `cond` is false.
+ * "rmm_next::" + `msg` when `cond` is false; `msg` reads "<what>: <what happened>".
  */
 #define RMM_NEXT_EXPECTS(...)                                                               \
   RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)( \
@@ -31,22 +31,20 @@
 #define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                                        \
   do {                                                                                       \
     if (!(cond)) {                                                                           \
-      throw exception_type{std::string{"rmm_next failure at " __FILE__                       \
-                                       ":" RMM_NEXT_STRINGIFY(__LINE__) ": "} +              \
-                           (msg)};                                                           \
+      throw exception_type{std::string{"rmm_next::"} + (msg)};                               \
     }                                                                                        \
   } while (0)
 
 /**
  * @brief Calls a CUDA runtime function; on failure clears the sticky error and throws
- * `rmm_next::cuda_error` naming the call, the error and the source location.
+ * `rmm_next::cuda_error` naming the call and the error (not rmm-next's source location, which
+ * says nothing to the user).
  */
 #define RMM_NEXT_CUDA_TRY(call)                                                         \
   do {                                                                                  \
     cudaError_t const rmm_next_status_ = (call);                                        \
     if (rmm_next_status_ != cudaSuccess) {                                              \
-      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call,                     \
-                                           __FILE__ ":" RMM_NEXT_STRINGIFY(__LINE__)); \
+      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "rmm_next");        \
     }                                                                                   \
   } while (0)
 
