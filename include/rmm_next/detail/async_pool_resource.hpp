@@ -60,6 +60,10 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
                                                   int device,
                                                   cudaStream_t stream = nullptr)
 {
+  if (is_sticky_error(status)) {
+    // Not a failed allocation: earlier work broke the context, and nothing will work again.
+    throw_cuda_error(status, "cudaMallocFromPoolAsync", resource_name(kind));
+  }
   (void)cudaGetLastError();
   cudaStreamCaptureStatus capture{cudaStreamCaptureStatusNone};
   if (status == cudaErrorNotSupported && stream != nullptr &&

@@ -51,6 +51,29 @@
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
+ * @brief True for the errors after which the CUDA context is lost ("sticky"): every later call
+ * returns the same error, and using CUDA again takes a new process (an illegal address, a failed
+ * launch, a device-side assert, ...).
+ */
+constexpr bool is_sticky_error(cudaError_t status) noexcept
+{
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorMpsClientTerminated: return true;
+    default: return false;
+  }
+}
+
+/**
  * @brief Clears the runtime's last error and throws the typed error for `status`.
  *
  * `cudaErrorInsufficientDriver` and `cudaErrorNoDevice` say that no usable driver or device is
@@ -64,6 +87,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
   if (status == cudaErrorInsufficientDriver || status == cudaErrorNoDevice) {
     msg += "; no usable CUDA driver or device is present";
   }
+  if (is_sticky_error(status)) { msg += "; the CUDA context is lost: restart the process"; }
   if (status == cudaErrorNotSupported) { throw not_supported{msg, status}; }
   throw cuda_error{status, msg};
 }
