@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
@@ -69,23 +70,39 @@ inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::ui
 }
 
 /**
+ * @brief Destroys a pool the resource created. Memory still allocated from it, or frees not yet
+ * executed, make the driver release the pool's memory once they are gone (`cudaMemPoolDestroy`
+ * returns at once).
+ */
+struct pool_destroyer {
+  void operator()(cudaMemPool_t pool) const noexcept
+  {
+    if (cudaError_t const s = cudaMemPoolDestroy(pool); s != cudaSuccess) {
+      report_release_failure(s, "cudaMemPoolDestroy");
+    }
+  }
+};
+
+/** @brief Ownership of a pool the resource created, from `cudaMemPoolCreate` on. */
+using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_destroyer>;
+
+/**
  * @brief What the copies of one resource share: the pool (destroyed with the last copy when the
  * resource created it) and the stream on which `allocate_sync` works.
  */
 class pool_state {
  public:
-  pool_state(memory_kind kind, cudaMemPool_t pool, int device, bool owned)
-    : pool_{pool}, owned_{owned}, allocation_name_{detail::allocation_name(kind, device, pool)}
+  /** @brief `owner` owns `pool` when the resource created it, else is empty. */
+  pool_state(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner)
+    : pool_{pool},
+      owner_{std::move(owner)},
+      allocation_name_{detail::allocation_name(kind, device, pool)}
   {
     // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
-    // for the legacy default stream nor for any other stream's work.
-    try {
-      device_guard guard{device};
-      RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    } catch (...) {
-      release_pool();
-      throw;
-    }
+    // for the legacy default stream nor for any other stream's work. If this throws, `owner_`
+    // destroys the pool.
+    device_guard guard{device};
+    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     watch_runtime_teardown();
   }
 
@@ -94,11 +111,14 @@ class pool_state {
 
   ~pool_state()
   {
-    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    if (runtime_unloading().load(std::memory_order_relaxed)) {
+      (void)owner_.release();  // the runtime is going: no CUDA call any more
+      return;
+    }
     if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
       report_release_failure(s, "cudaStreamDestroy");
     }
-    release_pool();
+    // owner_ destroys an owned pool after this.
   }
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
@@ -129,18 +149,8 @@ class pool_state {
   }
 
  private:
-  void release_pool() noexcept
-  {
-    if (!owned_) { return; }
-    // Memory still allocated from the pool, or frees not yet executed, make the driver release
-    // the pool's memory once they are gone (cudaMemPoolDestroy returns at once).
-    if (cudaError_t const s = cudaMemPoolDestroy(pool_); s != cudaSuccess) {
-      report_release_failure(s, "cudaMemPoolDestroy");
-    }
-  }
-
   cudaMemPool_t pool_;
-  bool owned_;
+  owned_pool owner_;
   cudaStream_t stream_{};
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
   std::array<char, 50> allocation_name_;
@@ -285,9 +295,12 @@ inline void adopt_release_threshold(cudaMemPool_t pool, std::optional<std::size_
   }
 }
 
-inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, bool owned)
+/** @brief Binds `pool`; `owner` owns it when the resource created it (and destroys it if this
+ * throws). */
+inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner = {})
 {
-  return pool_binding{pool, device, std::make_shared<pool_state>(kind, pool, device, owned)};
+  return pool_binding{
+    pool, device, std::make_shared<pool_state>(kind, pool, device, std::move(owner))};
 }
 
 inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts);
@@ -333,7 +346,7 @@ pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
 #endif
   cudaMemPool_t const pool = driver_pool(kind, device, src);
   adopt_release_threshold(pool, src.release_threshold);
-  return bind(kind, pool, device, false);
+  return bind(kind, pool, device);
 }
 
 /** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
@@ -343,7 +356,7 @@ inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t poo
     throw logic_error{std::string{"rmm_next::"} + resource_name(kind) +
                       ": the cudaMemPool_t to view is null"};
   }
-  return bind(kind, pool, device, false);
+  return bind(kind, pool, device);
 }
 
 /** @brief Creates a pool from `opts` that the resource owns. */
@@ -406,8 +419,8 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     }
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
   }
-  // From here the state owns the pool and destroys it if anything below throws.
-  pool_binding binding = bind(kind, pool, device, true);
+  // From here the pool is owned, and destroyed if anything below throws.
+  pool_binding binding = bind(kind, pool, device, owned_pool{pool});
   set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold,
                      opts.release_threshold.value_or(keep_all_threshold));
   if (opts.initial_pool_size && *opts.initial_pool_size > 0) {

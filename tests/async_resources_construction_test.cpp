@@ -1,0 +1,74 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// How the async resources are built, against a fake CUDA runtime (support/fake_cuda_runtime.cpp
+// replaces libcudart's functions in this program): what a failed construction leaves behind, and
+// which device and pool a resource ends up with. No GPU needed.
+
+#include "support/fake_cuda_runtime.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+namespace fake_cuda = rmm_next::test::fake_cuda;
+using rmm_next::async_device_resource;
+using rmm_next::async_pinned_resource;
+using rmm_next::pool_options;
+
+class Construction : public ::testing::Test {
+ protected:
+  void SetUp() override { fake_cuda::reset(2); }
+};
+
+TEST_F(Construction, AnOwnedPoolIsDestroyedWhenALaterStepThrows)
+{
+  // The allocation right after cudaMemPoolCreate (the resource's shared state) fails.
+  fake_cuda::fake().fail_new_after_pool_create = true;
+  EXPECT_THROW((async_device_resource{pool_options{}, 0}), std::bad_alloc);
+  EXPECT_EQ(fake_cuda::pools_created(), 1);
+  EXPECT_EQ(fake_cuda::pools_destroyed(), 1) << "the pool leaked";
+
+  // The resource's own stream cannot be made.
+  fake_cuda::fake().fail_next["cudaStreamCreateWithFlags"] = cudaErrorMemoryAllocation;
+  EXPECT_THROW((async_device_resource{pool_options{}, 0}), rmm_next::cuda_error);
+  EXPECT_EQ(fake_cuda::pools_destroyed(), fake_cuda::pools_created());
+
+  // The release threshold cannot be set.
+  fake_cuda::fake().fail_next["cudaMemPoolSetAttribute"] = cudaErrorInvalidValue;
+  EXPECT_THROW((async_device_resource{pool_options{}, 0}), rmm_next::cuda_error);
+  EXPECT_EQ(fake_cuda::pools_destroyed(), fake_cuda::pools_created());
+
+  // The initial size cannot be reserved.
+  fake_cuda::fake().fail_next["cudaMallocFromPoolAsync"] = cudaErrorMemoryAllocation;
+  EXPECT_THROW((async_device_resource{pool_options{.initial_pool_size = 1 << 20}, 0}),
+               rmm_next::out_of_memory);
+  EXPECT_EQ(fake_cuda::pools_destroyed(), fake_cuda::pools_created());
+
+  // A device to grant access to is not visible.
+  EXPECT_THROW((async_pinned_resource{pool_options{}, 0, std::vector<int>{5}}), std::out_of_range);
+  EXPECT_EQ(fake_cuda::pools_created(), 5);
+  EXPECT_EQ(fake_cuda::pools_destroyed(), 5);
+
+  // Built, the pool lives as long as a copy of the resource does.
+  {
+    async_device_resource r{pool_options{}, 1};
+    EXPECT_EQ(fake_cuda::pools_destroyed(), 5);
+  }
+  EXPECT_EQ(fake_cuda::pools_destroyed(), 6);
+}
+
+}  // namespace
