@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -69,6 +70,35 @@ TEST_F(Construction, AnOwnedPoolIsDestroyedWhenALaterStepThrows)
     EXPECT_EQ(fake_cuda::pools_destroyed(), 5);
   }
   EXPECT_EQ(fake_cuda::pools_destroyed(), 6);
+}
+
+TEST_F(Construction, AnAdoptedPoolKeepsItsThresholdWhenConstructionFails)
+{
+  // The driver's shared pools: a construction that throws must not have changed them.
+  cudaMemPool_t const host_pool =
+    fake_cuda::current_pool({cudaMemLocationTypeHost, 0}, cudaMemAllocationTypePinned);
+  EXPECT_THROW((async_pinned_resource{rmm_next::current_pool{}, 0, std::vector<int>{5}}),
+               std::out_of_range);
+  EXPECT_THROW(
+    (async_pinned_resource{rmm_next::current_pool{.release_threshold = 42}, 0, std::vector<int>{7}}),
+    std::out_of_range);
+  EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 0U);
+
+  cudaMemPool_t const device_pool =
+    fake_cuda::current_pool({cudaMemLocationTypeDevice, 1}, cudaMemAllocationTypePinned);
+  fake_cuda::fake().fail_next["cudaStreamCreateWithFlags"] = cudaErrorMemoryAllocation;
+  EXPECT_THROW(async_device_resource{1}, rmm_next::cuda_error);
+  EXPECT_EQ(fake_cuda::record(device_pool).release_threshold, 0U);
+  EXPECT_TRUE(fake_cuda::fake().threshold_sets.empty()) << "a failed construction set a threshold";
+
+  // Built, a resource raises a threshold of 0 (or sets the one asked for).
+  {
+    async_device_resource const r{1};
+    EXPECT_EQ(r.pool_handle(), device_pool);
+    EXPECT_EQ(fake_cuda::record(device_pool).release_threshold, UINT64_MAX);
+    async_pinned_resource const p{rmm_next::current_pool{.release_threshold = 42}, 0, {0, 1}};
+    EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 42U);
+  }
 }
 
 }  // namespace

@@ -298,7 +298,8 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
 
   /**
    * @brief Resolves the device, checks support and binds the pool `source` names. Pinned pools
-   * get device access for `accessible_devices` (every visible device when null).
+   * get device access for `accessible_devices` (every visible device when null). The release
+   * threshold of a driver pool is adopted after everything that may throw.
    */
   template <class Source>
   static pool_binding bind_source(Source const& source,
@@ -312,6 +313,8 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
     }
     // With one device every stream is the resource's; managed memory is usable from any device.
     binding.check_streams = Derived::kind != memory_kind::managed && device_count() > 1;
+    // Last: a pool others share is changed only by a construction that succeeds.
+    if (binding.adopted) { adopt_release_threshold(binding.pool, binding.release_threshold); }
     return binding;
   }
 

@@ -162,6 +162,10 @@ struct pool_binding {
   int device{};
   std::shared_ptr<pool_state> state;
   bool check_streams{false};  ///< whether `allocate` checks the stream's device
+  /// The driver's current or default pool, shared with others: the release-threshold rule
+  /// (`adopt_release_threshold`) applies, once nothing can fail any more.
+  bool adopted{false};
+  std::optional<std::size_t> release_threshold{};  ///< the caller's threshold for `adopted`
 };
 
 [[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
@@ -344,9 +348,10 @@ pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
     return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
   }
 #endif
-  cudaMemPool_t const pool = driver_pool(kind, device, src);
-  adopt_release_threshold(pool, src.release_threshold);
-  return bind(kind, pool, device);
+  pool_binding binding      = bind(kind, driver_pool(kind, device, src), device);
+  binding.adopted           = true;
+  binding.release_threshold = src.release_threshold;
+  return binding;
 }
 
 /** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
