@@ -304,6 +304,30 @@ TEST_F(other_device_test, PeerAccessToThePoolAllowsTheStream)
   EXPECT_EQ(r.statistics().used_bytes, 0U);
 }
 
+TEST_F(other_device_test, AViewedPoolBelongsToItsDevice)
+{
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location  = {cudaMemLocationTypeDevice, 1};
+  cudaMemPool_t pool{};
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  {
+    resource view{pool};  // made with device 0 current
+    EXPECT_EQ(view.device(), 1);
+    void* ptr = view.allocate(other_, MiB);  // device 1's stream: the pool's own
+    ASSERT_NE(ptr, nullptr);
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    expect_usable<resource>(ptr, MiB, 23, other_);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    view.deallocate(other_, ptr, MiB);
+    EXPECT_THROW((void)view.allocate(stream_, MiB), device_mismatch);  // device 0 has no access
+    EXPECT_THROW((resource{pool, 0}), logic_error);
+    EXPECT_EQ((resource{pool, 1}).device(), 1);
+    ASSERT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
+  }
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+}
+
 TEST_F(other_device_test, AnyDevicesStreamMayFree)
 {
   resource r{pool_options{}, 0};

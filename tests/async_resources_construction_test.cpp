@@ -20,7 +20,9 @@
 
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace {
@@ -99,6 +101,47 @@ TEST_F(Construction, AnAdoptedPoolKeepsItsThresholdWhenConstructionFails)
     async_pinned_resource const p{rmm_next::current_pool{.release_threshold = 42}, 0, {0, 1}};
     EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 42U);
   }
+}
+
+TEST_F(Construction, AViewedDevicePoolBelongsToItsDevice)
+{
+  cudaMemPool_t const on_one =
+    fake_cuda::make_pool({cudaMemLocationTypeDevice, 1}, cudaMemAllocationTypePinned);
+  ASSERT_EQ(fake_cuda::fake().current_device, 0);
+  EXPECT_EQ(async_device_resource{on_one}.device(), 1) << "took the current device";
+  EXPECT_EQ((async_device_resource{on_one, 1}).device(), 1);
+  EXPECT_EQ(fake_cuda::fake().current_device, 0);
+
+  // A device that cannot use the pool is refused.
+  try {
+    async_device_resource r{on_one, 0};
+    ADD_FAILURE() << "viewed a device-1 pool as device 0's";
+  } catch (rmm_next::logic_error const& e) {
+    EXPECT_NE(std::string{e.what()}.find("device 0"), std::string::npos) << e.what();
+  }
+
+  // With peer access, the pool's device cannot be told: it must be named.
+  fake_cuda::record(on_one).access[0] = cudaMemAccessFlagsProtReadWrite;
+  try {
+    async_device_resource r{on_one};
+    ADD_FAILURE() << "guessed the device of a pool two devices may use";
+  } catch (rmm_next::logic_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("devices 0, 1"), std::string::npos) << what;
+  }
+  EXPECT_EQ((async_device_resource{on_one, 1}).device(), 1);
+
+  // The caller's pool is never destroyed nor changed.
+  EXPECT_FALSE(fake_cuda::record(on_one).destroyed);
+  EXPECT_TRUE(fake_cuda::fake().threshold_sets.empty());
+}
+
+TEST_F(Construction, AViewedHostPoolBelongsToTheCurrentDevice)
+{
+  cudaMemPool_t const host =
+    fake_cuda::make_pool({cudaMemLocationTypeHost, 0}, cudaMemAllocationTypePinned);
+  fake_cuda::fake().current_device = 1;
+  EXPECT_EQ((async_pinned_resource{host, std::nullopt, std::vector<int>{0, 1}}).device(), 1);
 }
 
 }  // namespace

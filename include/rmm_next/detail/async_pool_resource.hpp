@@ -132,10 +132,14 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
    * @brief The pool chosen by `source` for `device` (the current device if none).
    *
    * `source` is `current_pool{}`, `default_pool{}`, a `pool_options` (the resource creates and
-   * owns the pool) or a `cudaMemPool_t` the caller owns (viewed, never destroyed).
+   * owns the pool) or a `cudaMemPool_t` the caller owns (viewed, never destroyed). A viewed device
+   * pool belongs to its own device, not to the current one: without `device` it is the one device
+   * with read-write access to the pool; a pool that several devices may use needs `device`.
    * @throws cuda_error when no usable driver or device exists.
    * @throws not_supported when the runtime, driver or device lacks the feature.
    * @throws std::out_of_range if `device` is not a visible device.
+   * @throws logic_error if a viewed device pool is not accessible from `device`, or, without
+   * `device`, from exactly one device.
    */
   template <class Source>
     requires is_pool_source<Source>
@@ -306,7 +310,12 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
                                   std::optional<int> device,
                                   std::vector<int> const* accessible_devices)
   {
-    int const id         = resolve_device(Derived::kind, device);
+    int id{};
+    if constexpr (std::is_same_v<Source, cudaMemPool_t>) {
+      id = resolve_view_device(Derived::kind, source, device);  // the pool's device
+    } else {
+      id = resolve_device(Derived::kind, device);
+    }
     pool_binding binding = acquire_pool(Derived::kind, id, source);
     if constexpr (Derived::kind == memory_kind::pinned) {
       grant_device_access(binding.pool, accessible_devices);

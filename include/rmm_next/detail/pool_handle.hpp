@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -67,6 +68,21 @@ inline std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr)
 inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::uint64_t value)
 {
   RMM_NEXT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attr, &value));
+}
+
+/** @brief True when kernels on `device` may read and write `pool`'s memory (`cudaMemPoolGetAccess`;
+ * a failed query, cleared, says no). */
+inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
+{
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  location.id   = device;
+  cudaMemAccessFlags flags{};
+  if (cudaMemPoolGetAccess(&flags, pool, &location) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return flags == cudaMemAccessFlagsProtReadWrite;
 }
 
 /**
@@ -135,15 +151,7 @@ class pool_state {
   {
     std::uint64_t const bit = device < 64 ? std::uint64_t{1} << device : 0;
     if ((accessible_.load(std::memory_order_relaxed) & bit) != 0) { return true; }
-    cudaMemLocation location{};
-    location.type = cudaMemLocationTypeDevice;
-    location.id   = device;
-    cudaMemAccessFlags flags{};
-    if (cudaMemPoolGetAccess(&flags, pool_, &location) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    if (flags != cudaMemAccessFlagsProtReadWrite) { return false; }
+    if (!has_read_write_access(pool_, device)) { return false; }
     accessible_.fetch_or(bit, std::memory_order_relaxed);
     return true;
   }
@@ -222,6 +230,44 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
   int const id = device ? checked_device(*device, count) : current_device();
+  check_support(kind, id);
+  return id;
+}
+
+/**
+ * @brief The device a resource viewing the caller's `pool` works for. A device pool belongs to
+ * the device whose kernels use it without a grant: it is found among the devices with read-write
+ * access (`cudaMemPoolGetAccess`), not taken from whichever device is current. A device the
+ * caller names must have that access; when several devices have it (peer access granted), the
+ * caller must name one. Other kinds of pool: as `resolve_device`.
+ */
+inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::optional<int> device)
+{
+  if (kind != memory_kind::device || pool == nullptr) { return resolve_device(kind, device); }
+  int count{};
+  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
+    throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
+  }
+  if (device) { checked_device(*device, count); }
+  std::vector<int> users;
+  std::string listed;
+  for (int d = 0; d < count; ++d) {
+    if (has_read_write_access(pool, d)) {
+      listed += (users.empty() ? "" : ", ") + std::to_string(d);
+      users.push_back(d);
+    }
+  }
+  std::string const who = std::string{"rmm_next::"} + resource_name(kind) + ": ";
+  if (device && std::find(users.begin(), users.end(), *device) == users.end()) {
+    throw logic_error{who + "the viewed pool is not accessible from device " +
+                      std::to_string(*device) + "; name the device the pool belongs to"};
+  }
+  if (!device && users.size() > 1) {
+    throw logic_error{who + "the viewed pool is accessible from devices " + listed +
+                      ", so its own device cannot be told; name it: " + resource_name(kind) +
+                      "{pool, device}"};
+  }
+  int const id = device ? *device : users.empty() ? current_device() : users.front();
   check_support(kind, id);
   return id;
 }
