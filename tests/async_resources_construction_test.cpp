@@ -4,8 +4,8 @@
  */
 
 // How the async resources are built, against a fake CUDA runtime (support/fake_cuda_runtime.cpp
-// replaces libcudart's functions in this program): what a failed construction leaves behind, and
-// which device and pool a resource ends up with. No GPU needed.
+// replaces libcudart's functions in this program): what a failed construction leaves behind,
+// which device and pool a resource ends up with, and which streams it accepts. No GPU needed.
 
 #include "support/fake_cuda_runtime.hpp"
 
@@ -142,6 +142,45 @@ TEST_F(Construction, AViewedHostPoolBelongsToTheCurrentDevice)
     fake_cuda::make_pool({cudaMemLocationTypeHost, 0}, cudaMemAllocationTypePinned);
   fake_cuda::fake().current_device = 1;
   EXPECT_EQ((async_pinned_resource{host, std::nullopt, std::vector<int>{0, 1}}).device(), 1);
+}
+
+// ---- The stream's device (the GPU tests check the same on two devices) ------------------------
+
+TEST_F(Construction, AllocateRefusesAStreamOfADeviceWithoutAccess)
+{
+  async_device_resource r{pool_options{}, 0};
+  cudaStream_t const on_one = fake_cuda::make_stream(1);
+  try {
+    (void)r.allocate(on_one, 1024);
+    ADD_FAILURE() << "allocated in the order of device 1 from device 0's pool";
+  } catch (rmm_next::device_mismatch const& e) {
+    EXPECT_EQ(e.resource_device(), 0);
+    EXPECT_EQ(e.stream_device(), 1);
+  }
+  EXPECT_EQ(fake_cuda::record(r.pool_handle()).used_bytes, 0U);
+
+  // The default streams are the current device's.
+  fake_cuda::fake().current_device = 1;
+  EXPECT_THROW((void)r.allocate(cudaStream_t{}, 1024), rmm_next::device_mismatch);
+  EXPECT_THROW((void)r.allocate(cudaStreamPerThread, 1024), rmm_next::device_mismatch);
+  fake_cuda::fake().current_device = 0;
+  r.deallocate(cudaStream_t{}, r.allocate(cudaStream_t{}, 1024), 1024);
+  r.deallocate(on_one, r.allocate(fake_cuda::make_stream(0), 1024), 1024);  // any stream frees
+
+  // Granted access, device 1's streams may allocate.
+  fake_cuda::record(r.pool_handle()).access[1] = cudaMemAccessFlagsProtReadWrite;
+  r.deallocate(on_one, r.allocate(on_one, 1024), 1024);
+  // allocate_sync uses the resource's own stream.
+  fake_cuda::fake().current_device = 1;
+  r.deallocate_sync(r.allocate_sync(1024), 1024);
+}
+
+TEST_F(Construction, WithOneDeviceNoStreamIsChecked)
+{
+  fake_cuda::reset(1);
+  async_device_resource r{pool_options{}, 0};
+  fake_cuda::fake().device_count = 2;  // a stream the check would refuse
+  r.deallocate(cudaStream_t{}, r.allocate(fake_cuda::make_stream(1), 1024), 1024);
 }
 
 }  // namespace
