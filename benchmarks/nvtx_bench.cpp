@@ -11,7 +11,7 @@
 //                     back (order alternating); counters on_ns and off_ns (medians over blocks,
 //                     per pair), ratio = on_ns / off_ns and nvtx_ns = on_ns - off_ns.
 //
-// Run without NVTX_INJECTION64_PATH (no profiler): under a tool the ranges and regions are
+// Run without NVTX_INJECTION64_PATH (no profiler): under a tool the ranges and region names are
 // recorded and cost what the tool makes them cost. The benchmark's label says which it was.
 
 #include "nvtx_bench_pairs.hpp"

@@ -162,6 +162,32 @@ static_assert(!rmm_next::detail::is_allocatable_alignment<too_aligned>);
 // ---- allocator<T, Resource>
 // ------------------------------------------------------------------------
 
+// A type holding containers of itself: std::vector, std::list and std::forward_list accept an
+// element type that is still incomplete, and so must their allocator (as std::allocator does).
+struct tree {
+  int value{};
+  std::vector<tree, fake_allocator<tree>> children;
+  std::list<tree, rmm_next::host_polymorphic_allocator<tree>>* siblings{};
+};
+static_assert(std::is_same_v<std::allocator_traits<fake_allocator<tree>>::value_type, tree>);
+
+TEST(Allocator, ElementTypeMayBeIncomplete)
+{
+  fake_resource resource;
+  tree root{1, std::vector<tree, fake_allocator<tree>>{fake_allocator<tree>{resource}}};
+  root.children.push_back(tree{2, std::vector<tree, fake_allocator<tree>>{resource}});
+  root.children.push_back(tree{3, std::vector<tree, fake_allocator<tree>>{resource}});
+  root.children[0].children.push_back(tree{4, std::vector<tree, fake_allocator<tree>>{resource}});
+  EXPECT_EQ(root.children[0].children[0].value, 4);
+  EXPECT_GE(resource.allocations(), 3);
+
+  std::list<tree, rmm_next::host_polymorphic_allocator<tree>> siblings{
+    rmm_next::host_polymorphic_allocator<tree>{resource}};
+  siblings.push_back(tree{5, std::vector<tree, fake_allocator<tree>>{resource}});
+  root.siblings = &siblings;
+  EXPECT_EQ(root.siblings->front().value, 5);
+}
+
 TEST(Allocator, AllocatesFromItsResource)
 {
   fake_resource resource;

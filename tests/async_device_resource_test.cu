@@ -205,5 +205,140 @@ TEST_F(async_device_resource_test, OwnedPoolAtAnExplicitLocation)
   r.deallocate(stream_, ptr, MiB);
 }
 
+// ---- Streams of another device (2 GPUs) ----------------------------------------------------------
+
+/** A non-blocking stream on device 1, made with device 1 current; device 0 current again after. */
+class other_device_test : public async_device_resource_test {
+ protected:
+  void SetUp() override
+  {
+    int count{};
+    ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+    if (count < 2) { GTEST_SKIP() << "needs 2 GPUs"; }
+    async_device_resource_test::SetUp();
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(cudaSetDevice(device_), cudaSuccess);
+  }
+  void TearDown() override
+  {
+    if (other_ != nullptr) {
+      EXPECT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
+      EXPECT_EQ(cudaStreamDestroy(other_), cudaSuccess);
+    }
+    EXPECT_EQ(cudaSetDevice(device_), cudaSuccess);
+    async_device_resource_test::TearDown();
+  }
+
+  cudaStream_t other_{};
+};
+
+/** Expects `allocate` to throw device_mismatch naming devices 0 and 1; returns the message. */
+template <class Allocate>
+std::string expect_mismatch(Allocate&& allocate)
+{
+  try {
+    void* ptr = allocate();
+    ADD_FAILURE() << "allocated " << ptr << " in the order of another device's stream";
+  } catch (device_mismatch const& e) {
+    EXPECT_EQ(e.resource_device(), 0);
+    EXPECT_EQ(e.stream_device(), 1);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    return e.what();
+  }
+  return {};
+}
+
+TEST_F(other_device_test, AStreamOfAnotherDeviceThrowsDeviceMismatch)
+{
+  resource r{pool_options{}, 0};
+  std::string const msg = expect_mismatch([&] { return r.allocate(other_, MiB); });
+  EXPECT_TRUE(contains(msg, "device 0")) << msg;
+  EXPECT_TRUE(contains(msg, "device 1")) << msg;
+  // Through a ref, and with the CCCL 3.0 spelling: the same check.
+  device_async_resource_ref ref{r};
+  (void)expect_mismatch([&] { return ref.allocate(other_, MiB, 256); });
+  (void)expect_mismatch([&] { return r.allocate_async(MiB, 256, other_); });
+  EXPECT_EQ(r.statistics().used_bytes, 0U) << "nothing was allocated";
+  // The resource keeps working on its own device's streams.
+  void* ptr = r.allocate(stream_, MiB);
+  expect_usable<resource>(ptr, MiB, 21, stream_);
+  r.deallocate(stream_, ptr, MiB);
+}
+
+TEST_F(other_device_test, DefaultStreamsBelongToTheCurrentDevice)
+{
+  resource r{pool_options{}, 0};
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  for (cudaStream_t s : {cudaStream_t{}, cudaStreamLegacy, cudaStreamPerThread}) {
+    (void)expect_mismatch([&] { return r.allocate(s, KiB); });
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  for (cudaStream_t s : {cudaStream_t{}, cudaStreamLegacy, cudaStreamPerThread}) {
+    void* ptr = r.allocate(s, KiB);
+    EXPECT_NE(ptr, nullptr);
+    r.deallocate(s, ptr, KiB);
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST_F(other_device_test, PeerAccessToThePoolAllowsTheStream)
+{
+  int can_access{};
+  ASSERT_EQ(cudaDeviceCanAccessPeer(&can_access, 1, 0), cudaSuccess);
+  if (can_access == 0) { GTEST_SKIP() << "device 1 cannot access device 0's memory"; }
+  resource r{pool_options{}, 0};
+  (void)expect_mismatch([&] { return r.allocate(other_, MiB); });
+  cudaMemAccessDesc desc{};
+  desc.location = {cudaMemLocationTypeDevice, 1};
+  desc.flags    = cudaMemAccessFlagsProtReadWrite;
+  ASSERT_EQ(cudaMemPoolSetAccess(r.pool_handle(), &desc, 1), cudaSuccess);
+
+  void* ptr = r.allocate(other_, MiB);
+  ASSERT_NE(ptr, nullptr);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);  // a kernel on device 1 writes device 0's memory
+  expect_usable<resource>(ptr, MiB, 22, other_);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  r.deallocate(other_, ptr, MiB);
+  ASSERT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
+  EXPECT_EQ(r.statistics().used_bytes, 0U);
+}
+
+TEST_F(other_device_test, AViewedPoolBelongsToItsDevice)
+{
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location  = {cudaMemLocationTypeDevice, 1};
+  cudaMemPool_t pool{};
+  ASSERT_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  {
+    resource view{pool};  // made with device 0 current
+    EXPECT_EQ(view.device(), 1);
+    void* ptr = view.allocate(other_, MiB);  // device 1's stream: the pool's own
+    ASSERT_NE(ptr, nullptr);
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    expect_usable<resource>(ptr, MiB, 23, other_);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    view.deallocate(other_, ptr, MiB);
+    EXPECT_THROW((void)view.allocate(stream_, MiB), device_mismatch);  // device 0 has no access
+    EXPECT_THROW((resource{pool, 0}), logic_error);
+    EXPECT_EQ((resource{pool, 1}).device(), 1);
+    ASSERT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
+  }
+  EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+}
+
+TEST_F(other_device_test, AnyDevicesStreamMayFree)
+{
+  resource r{pool_options{}, 0};
+  void* ptr = r.allocate(stream_, MiB);
+  ASSERT_NE(ptr, nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  r.deallocate(other_, ptr, MiB);  // not checked: memory may be freed on any stream
+  ASSERT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(r.statistics().used_bytes, 0U);
+}
+
 }  // namespace
 }  // namespace rmm_next::test

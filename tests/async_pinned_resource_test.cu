@@ -209,5 +209,36 @@ TEST_F(async_pinned_resource_test, OwnedPoolOnTheHostLocation)
   r.deallocate(stream_, ptr, MiB);
 }
 
+TEST_F(async_pinned_resource_test, StreamsOfDevicesWithoutAccessThrowDeviceMismatch)
+{
+  if (visible_devices() < 2) { GTEST_SKIP() << "needs 2 GPUs"; }
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other{};
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+
+  resource only_zero{pool_options{}, 0, std::vector<int>{0}};
+  try {
+    void* ptr = only_zero.allocate(other, KiB);
+    ADD_FAILURE() << "allocated " << ptr << " for a device without access";
+  } catch (device_mismatch const& e) {
+    EXPECT_EQ(e.resource_device(), 0);
+    EXPECT_EQ(e.stream_device(), 1);
+    EXPECT_TRUE(contains(e.what(), "pinned host memory")) << e.what();
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  // Granted to every device (the default): device 1's kernels may use it.
+  resource everywhere{pool_options{}, 0};
+  void* ptr = everywhere.allocate(other, MiB);
+  ASSERT_NE(ptr, nullptr);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  expect_usable<resource>(ptr, MiB, 54, other);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  everywhere.deallocate(other, ptr, MiB);
+  ASSERT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(other), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace rmm_next::test

@@ -168,4 +168,48 @@ TEST(AllocationFailure, OtherErrorsAreBadAllocNotOutOfMemory)
   }
 }
 
+TEST(AllocationFailure, AStickyErrorIsACudaErrorSayingTheContextIsLost)
+{
+  // An illegal address left by an earlier kernel is not a failed allocation: every later call
+  // fails the same way until the process ends.
+  for (cudaError_t sticky : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert}) {
+    try {
+      rmm_next::detail::throw_allocation_failure(rmm_next::detail::memory_kind::device, sticky,
+                                                 64, 0);
+      FAIL() << "no exception";
+    } catch (rmm_next::cuda_error const& e) {
+      EXPECT_EQ(e.code(), sticky);
+      std::string const what = e.what();
+      EXPECT_NE(what.find("context is lost"), std::string::npos) << what;
+      EXPECT_NE(what.find(cudaGetErrorName(sticky)), std::string::npos) << what;
+    } catch (std::bad_alloc const& e) {
+      FAIL() << "a lost context is not an allocation failure: " << e.what();
+    }
+  }
+  EXPECT_TRUE(rmm_next::detail::is_sticky_error(cudaErrorIllegalAddress));
+  EXPECT_FALSE(rmm_next::detail::is_sticky_error(cudaErrorMemoryAllocation));
+  EXPECT_FALSE(rmm_next::detail::is_sticky_error(cudaErrorInvalidValue));
+}
+
+TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
+{
+  try {
+    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::device, 0, 1);
+    FAIL() << "no exception";
+  } catch (rmm_next::device_mismatch const& e) {
+    std::string const what = e.what();
+    EXPECT_EQ(e.resource_device(), 0);
+    EXPECT_EQ(e.stream_device(), 1);
+    EXPECT_NE(what.find("rmm_next::device_mismatch: async_device_resource::allocate"),
+              std::string::npos)
+      << what;
+    EXPECT_NE(what.find("stream of device 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("device 0 memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("cudaMemPoolSetAccess"), std::string::npos) << what;
+  }
+  EXPECT_THROW(
+    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::pinned, 2, 3),
+    rmm_next::logic_error);
+}
+
 }  // namespace

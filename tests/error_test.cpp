@@ -28,7 +28,7 @@ TEST(CudaTry, ThrowsCudaErrorWithCallAndCodeAndClearsIt)
     EXPECT_EQ(e.code(), cudaErrorInvalidValue);
     std::string const what = e.what();
     EXPECT_NE(what.find("cudaErrorInvalidValue"), std::string::npos) << what;
-    EXPECT_NE(what.find("error_test.cpp"), std::string::npos) << what;
+    EXPECT_NE(what.find("rmm_next"), std::string::npos) << what;
   }
   // Without a driver the runtime reports that on every call; with one, nothing is left behind.
   int count{};
@@ -74,6 +74,42 @@ TEST(CudaTry, NoDriverIsNotAnOldDriver)
   EXPECT_EQ(rmm_next::detail::no_usable_device_reason(cudaErrorNoDevice),
             "no CUDA device is visible");
   EXPECT_EQ(rmm_next::detail::no_usable_device_reason(cudaErrorInvalidValue), "");
+}
+
+/** True when `what` names a source file and line (of rmm-next or of the caller). */
+bool names_a_source_line(std::string const& what)
+{
+  for (char const* suffix : {".hpp:", ".cpp:", ".cu:", ".h:"}) {
+    if (what.find(suffix) != std::string::npos) { return true; }
+  }
+  return false;
+}
+
+TEST(ErrorMessages, NameTheCallNotAnInternalHeaderAndLine)
+{
+  // A CUDA failure inside rmm-next: the message names the CUDA call, not detail/cuda_check.hpp.
+  try {
+    (void)rmm_next::detail::device_attribute(cudaDevAttrMemoryPoolsSupported, -1);
+    FAIL() << "no exception for device -1";
+  } catch (rmm_next::cuda_error const& e) {
+    std::string const what = e.what();
+    EXPECT_FALSE(names_a_source_line(what)) << what;
+    EXPECT_NE(what.find("cudaDeviceGetAttribute"), std::string::npos) << what;
+    EXPECT_NE(what.find("rmm_next"), std::string::npos) << what;
+  }
+  try {
+    RMM_NEXT_CUDA_TRY(cudaErrorInvalidValue);
+    FAIL() << "no exception";
+  } catch (rmm_next::cuda_error const& e) {
+    EXPECT_FALSE(names_a_source_line(e.what())) << e.what();
+  }
+  // A broken precondition: rmm_next::<what>: <what happened>.
+  try {
+    RMM_NEXT_EXPECTS(false, "thing: went wrong");
+    FAIL() << "no exception";
+  } catch (rmm_next::logic_error const& e) {
+    EXPECT_STREQ(e.what(), "rmm_next::thing: went wrong");
+  }
 }
 
 TEST(Expects, ThrowsLogicErrorWithMessage)

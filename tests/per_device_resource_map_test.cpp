@@ -16,6 +16,13 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__SANITIZE_THREAD__)
+// From <sanitizer/allocator_interface.h>, which not every toolchain installs.
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#else
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -58,6 +65,17 @@ struct fixture_resources {
     };
   }
 };
+
+/** The bytes the program has allocated from the heap now. */
+std::size_t heap_bytes()
+{
+#if defined(__SANITIZE_THREAD__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  struct mallinfo2 const info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+#endif
+}
 
 template <class Ref>
 bool same(Ref const& lhs, Ref const& rhs)
@@ -104,6 +122,7 @@ TEST(PerDeviceResourceMap, SetReturnsPreviousAndGetSeesIt)
   fake_resource a{1};
   fake_resource b{2};
 
+  (void)map.get(2);  // the factory's resource exists: set returns it
   auto previous = map.set(2, device_async_resource_ref{a});
   EXPECT_TRUE(same(previous, device_async_resource_ref{res.initial[2]}));
   EXPECT_TRUE(same(map.get(2), device_async_resource_ref{a}));
@@ -144,19 +163,80 @@ TEST(PerDeviceResourceMap, ResetReturnsToTheFactoryResource)
   EXPECT_EQ(res.calls_per_device[0].load(), 1) << "the factory's resource is made once";
 }
 
-TEST(PerDeviceResourceMap, ResetBeforeFirstUseLeavesTheFactoryForLater)
+TEST(PerDeviceResourceMap, SetBeforeFirstUseDoesNotRunTheFactory)
 {
   fixture_resources res{num_devices};
   device_map map{res.factory(), num_devices};
   fake_resource a{1};
 
-  // set() must return the previous ref, so it makes the initial resource...
-  map.set(3, device_async_resource_ref{a});
-  EXPECT_EQ(res.calls_per_device[3].load(), 1);
-  // ...which reset() then reinstates without making another.
-  EXPECT_TRUE(same(map.reset(3), device_async_resource_ref{a}));
+  // Nothing was there: set returns a stand-in for the factory's resource, not the resource.
+  auto const previous = map.set(3, device_async_resource_ref{a});
+  EXPECT_EQ(res.factory_calls.load(), 0);
+  EXPECT_TRUE(same(map.get(3), device_async_resource_ref{a}));
+  EXPECT_EQ(res.factory_calls.load(), 0);
+
+  // Setting it back is a reset: the factory runs on the device's next use, once.
+  EXPECT_TRUE(same(map.set(3, previous), device_async_resource_ref{a}));
+  EXPECT_EQ(res.factory_calls.load(), 0);
   EXPECT_TRUE(same(map.get(3), device_async_resource_ref{res.initial[3]}));
   EXPECT_EQ(res.calls_per_device[3].load(), 1);
+  EXPECT_TRUE(same(map.get(3), device_async_resource_ref{res.initial[3]}));
+  EXPECT_EQ(res.calls_per_device[3].load(), 1);
+}
+
+TEST(PerDeviceResourceMap, ResetBeforeFirstUseDoesNotRunTheFactory)
+{
+  fixture_resources res{num_devices};
+  device_map map{res.factory(), num_devices};
+  (void)map.reset(1);
+  fake_resource a{1};
+  map.set(2, device_async_resource_ref{a});
+  EXPECT_TRUE(same(map.reset(2), device_async_resource_ref{a}));
+  EXPECT_EQ(res.factory_calls.load(), 0);
+  EXPECT_TRUE(same(map.get(1), device_async_resource_ref{res.initial[1]}));
+  EXPECT_TRUE(same(map.get(2), device_async_resource_ref{res.initial[2]}));
+  EXPECT_EQ(res.factory_calls.load(), 2);
+}
+
+TEST(PerDeviceResourceMap, TheStandInAllocatesFromTheFactorysResource)
+{
+  fixture_resources res{num_devices};
+  device_map map{res.factory(), num_devices};
+  fake_resource a{1};
+  device_async_resource_ref const stand_in = map.set(0, device_async_resource_ref{a});
+  EXPECT_FALSE(same(stand_in, device_async_resource_ref{res.initial[0]}));
+  EXPECT_EQ(res.factory_calls.load(), 0);
+
+  // Its first allocation makes the factory's resource (once) and allocates from it.
+  EXPECT_TRUE(allocates_from(stand_in, res.initial[0]));
+  EXPECT_EQ(res.calls_per_device[0].load(), 1);
+  cuda::stream_ref const stream{cudaStream_t{}};  // the fake resource never touches the stream
+  device_async_resource_ref ref = stand_in;
+  void* ptr = ref.allocate(stream, 64, 64);
+  ref.deallocate(stream, ptr, 64, 64);
+  EXPECT_EQ(res.calls_per_device[0].load(), 1);
+  EXPECT_TRUE(same(map.get(0), device_async_resource_ref{a})) << "still set";
+
+  // Restoring it is still a reset, now to the resource it made.
+  map.set(0, stand_in);
+  EXPECT_TRUE(same(map.get(0), device_async_resource_ref{res.initial[0]}));
+  EXPECT_EQ(res.calls_per_device[0].load(), 1);
+}
+
+TEST(PerDeviceResourceMap, SynchronousRefsHaveAStandInToo)
+{
+  std::atomic<int> calls{0};
+  fake_resource initial{1};
+  fake_resource other{2};
+  rmm_next::per_device_resource_map<rmm_next::device_resource_ref> map{[&](int) {
+                                                                         ++calls;
+                                                                         return initial;
+                                                                       },
+                                                                       1};
+  auto const previous = map.set(0, rmm_next::device_resource_ref{other});
+  EXPECT_EQ(calls.load(), 0);
+  EXPECT_TRUE(allocates_from(previous, initial));
+  EXPECT_EQ(calls.load(), 1);
 }
 
 TEST(PerDeviceResourceMap, CurrentDeviceMembersMatchExplicitOnes)
@@ -375,9 +455,15 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
   for (int i = 0; i < num_writers * 3; ++i) {
     set_resources.emplace_back(i);
   }
+  // What a setter gets for a device that had no ref yet: the stand-in for initial[d].
+  std::vector<device_async_resource_ref> stand_ins;
+  for (int d = 0; d < num_devices; ++d) {
+    stand_ins.push_back(map.reset(d));
+  }
 
   auto const allowed = [&](device_async_resource_ref const& r, int device) {
     if (same(r, device_async_resource_ref{res.initial[device]})) { return true; }
+    if (same(r, stand_ins[static_cast<std::size_t>(device)])) { return true; }
     return std::any_of(set_resources.begin(), set_resources.end(), [&](fake_resource& s) {
       return same(r, device_async_resource_ref{s});
     });
@@ -429,7 +515,7 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
   EXPECT_EQ(failed_allocations.load(), 0);
   EXPECT_GE(reads.load(), static_cast<long>(num_readers) * min_reads);
   for (int d = 0; d < num_devices; ++d) {
-    EXPECT_EQ(res.calls_per_device[d].load(), 1);
+    EXPECT_LE(res.calls_per_device[d].load(), 1);  // 0 when readers only ever saw set refs
   }
   // Every allocation made through any ref was freed through the same resource.
   long allocations = 0;
@@ -444,6 +530,58 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
   }
   EXPECT_EQ(allocations, frees);
   EXPECT_GT(allocations, 0);
+}
+
+TEST(PerDeviceResourceMap, SetAndResetKeepMemoryConstant)
+{
+  // A scoped override (set, then reset) per request, millions of times, while other threads
+  // read: the map's memory must not grow with the number of overrides.
+  constexpr long pairs      = 2'000'000;
+  constexpr int num_readers = 2;
+  constexpr int devices     = 2;
+  fixture_resources res{devices};
+  device_map map{res.factory(), devices};
+  fake_resource mine{1};
+  for (int d = 0; d < devices; ++d) {
+    map.set(d, device_async_resource_ref{mine});
+    map.reset(d);
+  }
+
+  std::atomic<bool> done{false};
+  std::atomic<long> unexpected{0};
+  std::latch started{num_readers + 1};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < num_readers; ++r) {
+    readers.emplace_back([&, r] {
+      started.arrive_and_wait();
+      for (long n = r; !done.load(std::memory_order_relaxed); ++n) {
+        int const device = static_cast<int>(n % devices);
+        auto const ref   = map.get(device);
+        if (!same(ref, device_async_resource_ref{mine}) &&
+            !same(ref, device_async_resource_ref{res.initial[device]})) {
+          unexpected.fetch_add(1);
+        }
+      }
+    });
+  }
+  started.arrive_and_wait();
+  std::size_t const before = heap_bytes();
+  for (long i = 0; i < pairs; ++i) {
+    int const device = static_cast<int>(i % devices);
+    map.set(device, device_async_resource_ref{mine});
+    map.reset(device);
+  }
+  std::size_t const after = heap_bytes();
+  done.store(true);
+  for (auto& th : readers) {
+    th.join();
+  }
+
+  EXPECT_EQ(unexpected.load(), 0);
+  std::size_t const grown = after > before ? after - before : 0;
+  EXPECT_LT(grown, std::size_t{16} << 20) << "the heap grew by " << grown << " bytes over "
+                                          << pairs << " set/reset pairs";
+  EXPECT_EQ(res.factory_calls.load(), devices);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,6 +73,47 @@ __global__ void fill(int* data, std::size_t n, int value)
 {
   auto const i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) { data[i] = value + static_cast<int>(i); }
+}
+
+/** The release threshold of `device`'s current pool. */
+std::uint64_t current_pool_threshold(int device)
+{
+  std::uint64_t threshold{};
+  EXPECT_CUDA_OK(
+    cudaMemPoolGetAttribute(current_pool_of(device), cudaMemPoolAttrReleaseThreshold, &threshold));
+  return threshold;
+}
+
+// First in this program: it needs a device whose initial resource nothing has made yet.
+TEST(PerDeviceResource, SetAndResetDoNotMakeTheInitialResource)
+{
+  int const device = visible_devices() - 1;
+  if (current_pool_threshold(device) != 0) {
+    GTEST_SKIP() << "the release threshold of device " << device << "'s current pool is already "
+                 << "raised: the initial resource may exist";
+  }
+  async_device_resource own{rmm_next::pool_options{}, device};
+  // Making the initial resource (an async_device_resource on the current pool) would raise the
+  // pool's release threshold, for every cudaMallocAsync user in the process.
+  auto const previous = rmm_next::set_per_device_resource_ref(device, own);
+  EXPECT_EQ(current_pool_threshold(device), 0U) << "set made the initial resource";
+  EXPECT_FALSE(previous == device_async_resource_ref{own});
+  EXPECT_TRUE(rmm_next::reset_per_device_resource_ref(device) == device_async_resource_ref{own});
+  EXPECT_EQ(current_pool_threshold(device), 0U) << "reset made the initial resource";
+  EXPECT_TRUE(rmm_next::set_per_device_resource_ref(device, own) == previous);
+  EXPECT_TRUE(rmm_next::set_per_device_resource_ref(device, previous) ==
+              device_async_resource_ref{own});  // setting it back is a reset
+  EXPECT_EQ(current_pool_threshold(device), 0U);
+
+  // Used, the ref set returned allocates from the initial resource, which it makes.
+  restore_device restore;
+  ASSERT_EQ(cudaSuccess, cudaSetDevice(device));
+  device_async_resource_ref stand_in = previous;
+  void* ptr = stand_in.allocate_sync(one_mib, rmm_next::default_alignment);
+  EXPECT_EQ(device_of(ptr), device);
+  stand_in.deallocate_sync(ptr, one_mib, rmm_next::default_alignment);
+  EXPECT_NE(current_pool_threshold(device), 0U);
+  EXPECT_TRUE(is_current_pool_resource(rmm_next::get_per_device_resource_ref(device), device));
 }
 
 TEST(PerDeviceResource, InitialResourceIsAsyncDeviceResourceOnCurrentPool)

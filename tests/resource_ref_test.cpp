@@ -83,6 +83,26 @@ using device_only_resource = basic_recording_resource<false>;
 static_assert(std::is_constructible_v<rmm_next::host_device_async_resource_ref, recording_resource&>);
 static_assert(std::is_constructible_v<rmm_next::host_resource_ref, recording_resource&>);
 
+// One spelling on every CCCL: the refs offer none of CCCL 3.0's names, which CCCL 3.1 and later
+// do not have (code that compiled against them would break when CCCL is upgraded).
+template <class Ref>
+concept has_cccl30_sync_names = requires(Ref& r, void* p, std::size_t n) { r.allocate(n, n); } ||
+                                requires(Ref& r, void* p, std::size_t n) { r.deallocate(p, n, n); };
+template <class Ref>
+concept has_cccl30_async_names =
+  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.allocate_async(n, n, s); } ||
+  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.allocate_async(n, s); } ||
+  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.deallocate_async(p, n, n, s); } ||
+  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.deallocate_async(p, n, s); };
+template <class Ref>
+constexpr bool has_cccl30_names = has_cccl30_sync_names<Ref> || has_cccl30_async_names<Ref>;
+static_assert(!has_cccl30_names<rmm_next::device_async_resource_ref>);
+static_assert(!has_cccl30_names<rmm_next::host_device_async_resource_ref>);
+static_assert(!has_cccl30_names<rmm_next::host_async_resource_ref>);
+static_assert(!has_cccl30_names<rmm_next::device_resource_ref>);
+static_assert(!has_cccl30_names<rmm_next::host_device_resource_ref>);
+static_assert(!has_cccl30_names<rmm_next::host_resource_ref>);
+
 cudaStream_t fake_stream(std::uintptr_t n) { return reinterpret_cast<cudaStream_t>(n); }
 
 template <class Ref>

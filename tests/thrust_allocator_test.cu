@@ -4,7 +4,8 @@
  */
 // thrust_allocator: thrust::device_vector allocates and frees on the allocator's stream, from its
 // resource. A recording resource over an owned device pool logs every call (stream, size,
-// alignment); the pool's statistics show where the memory lives. Everything runs on device 0.
+// alignment, current device); the pool's statistics show where the memory lives. Everything runs
+// on device 0 except the ThrustAllocatorDevices tests, which need 2 GPUs.
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -51,7 +52,15 @@ struct event {
   std::size_t bytes;
   std::size_t alignment;
   void* ptr;
+  int device;  // current when the call was made
 };
+
+int current_device()
+{
+  int device{-1};
+  EXPECT_CUDA_OK(cudaGetDevice(&device));
+  return device;
+}
 
 /** An async_device_resource that logs every allocation and free; copies share the log. */
 class recording_resource {
@@ -71,7 +80,7 @@ class recording_resource {
   void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
   {
     void* ptr = upstream_.allocate(stream, bytes, alignment);
-    log_->push_back({false, stream.get(), bytes, alignment, ptr});
+    log_->push_back({false, stream.get(), bytes, alignment, ptr, current_device()});
     return ptr;
   }
   void deallocate(cuda::stream_ref stream,
@@ -79,18 +88,18 @@ class recording_resource {
                   std::size_t bytes,
                   std::size_t alignment) noexcept
   {
-    log_->push_back({true, stream.get(), bytes, alignment, ptr});
+    log_->push_back({true, stream.get(), bytes, alignment, ptr, current_device()});
     upstream_.deallocate(stream, ptr, bytes, alignment);
   }
   void* allocate_sync(std::size_t bytes, std::size_t alignment)
   {
     void* ptr = upstream_.allocate_sync(bytes, alignment);
-    log_->push_back({false, nullptr, bytes, alignment, ptr});
+    log_->push_back({false, nullptr, bytes, alignment, ptr, current_device()});
     return ptr;
   }
   void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
   {
-    log_->push_back({true, nullptr, bytes, alignment, ptr});
+    log_->push_back({true, nullptr, bytes, alignment, ptr, current_device()});
     upstream_.deallocate_sync(ptr, bytes, alignment);
   }
   // CCCL 3.0 names of the same members.
@@ -316,6 +325,81 @@ TEST(ThrustAllocatorDefaults, CurrentDeviceResourceOnTheDefaultStream)
   EXPECT_EQ(thrust::reduce(v.begin(), v.end(), 0), 5000);
   v[3] = 9;
   EXPECT_EQ(static_cast<int>(v[3]), 9);
+}
+
+// ---- Two devices: the allocator keeps to the device of its stream --------------------------------
+
+class ThrustAllocatorDevices : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    int count{};
+    ASSERT_CUDA_OK(cudaGetDeviceCount(&count));
+    if (count < 2) { GTEST_SKIP() << "needs 2 GPUs"; }
+    ASSERT_CUDA_OK(cudaSetDevice(0));
+  }
+  void TearDown() override { EXPECT_CUDA_OK(cudaSetDevice(0)); }
+};
+
+TEST_F(ThrustAllocatorDevices, DefaultStreamVectorFreesOnItsOwnDevice)
+{
+  recording_resource resource{rmm_next::async_device_resource{rmm_next::pool_options{}, 0}};
+  cuda::stream_ref const default_stream{cudaStream_t{}};
+  void* buffer{};
+  {
+    device_vector<int> v(1 << 16, 3, rmm_next::thrust_allocator<int>{default_stream, resource});
+    EXPECT_EQ(v.get_allocator().device(), 0);
+    buffer = thrust::raw_pointer_cast(v.data());
+    ASSERT_CUDA_OK(cudaSetDevice(1));  // destroyed while another device is current
+  }
+  EXPECT_EQ(current_device(), 1) << "the allocator gives the current device back";
+  ASSERT_EQ(resource.log().size(), 2U);
+  event const freed = resource.log().back();
+  EXPECT_TRUE(freed.is_free);
+  EXPECT_EQ(freed.ptr, buffer);
+  EXPECT_EQ(freed.stream, cudaStream_t{});
+  // Stream 0 means the default stream of the current device: device 0's, where the vector's
+  // work was ordered, not device 1's.
+  EXPECT_EQ(freed.device, 0);
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  ASSERT_CUDA_OK(cudaDeviceSynchronize());
+  EXPECT_EQ(resource.upstream().statistics().used_bytes, 0U);
+}
+
+TEST_F(ThrustAllocatorDevices, AllocatesOnItsDeviceWhateverIsCurrent)
+{
+  recording_resource resource{rmm_next::async_device_resource{rmm_next::pool_options{}, 0}};
+  rmm_next::thrust_allocator<int> a{cuda::stream_ref{cudaStreamPerThread}, resource};
+  ASSERT_CUDA_OK(cudaSetDevice(1));
+  auto p = a.allocate(1000);
+  EXPECT_EQ(current_device(), 1);
+  a.deallocate(p, 1000);
+  EXPECT_EQ(current_device(), 1);
+  ASSERT_EQ(resource.log().size(), 2U);
+  EXPECT_EQ(resource.log()[0].device, 0);
+  EXPECT_EQ(resource.log()[1].device, 0);
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  ASSERT_CUDA_OK(cudaStreamSynchronize(cudaStreamPerThread));
+}
+
+TEST_F(ThrustAllocatorDevices, AStreamOfAnotherDeviceChoosesThatDevice)
+{
+  ASSERT_CUDA_OK(cudaSetDevice(1));
+  stream_guard on_device_one;
+  ASSERT_CUDA_OK(cudaSetDevice(0));
+  rmm_next::thrust_allocator<int> a{cuda::stream_ref{on_device_one}};  // made with 0 current
+  EXPECT_EQ(a.device(), 1);
+  EXPECT_TRUE(a.resource() == rmm_next::get_per_device_resource_ref(1));
+  EXPECT_EQ(rmm_next::thrust_allocator<double>{a}.device(), 1);  // rebinding keeps it
+  ASSERT_CUDA_OK(cudaSetDevice(1));  // kernels on the stream need its device current
+  {
+    device_vector<int> v(4096, 2, a);
+    cudaPointerAttributes attrs{};
+    ASSERT_CUDA_OK(cudaPointerGetAttributes(&attrs, thrust::raw_pointer_cast(v.data())));
+    EXPECT_EQ(attrs.device, 1);
+    EXPECT_EQ(thrust::reduce(thrust::cuda::par.on(on_device_one), v.begin(), v.end(), 0), 8192);
+  }
+  ASSERT_CUDA_OK(cudaStreamSynchronize(on_device_one));
 }
 
 }  // namespace thrust_allocator_test

@@ -8,6 +8,7 @@
 
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 
 #include <concepts>
@@ -15,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -129,4 +130,4 @@ bool operator==(allocator<T, Resource> const& lhs, allocator<U, Resource> const&
   return lhs.resource() == rhs.resource();
 }
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

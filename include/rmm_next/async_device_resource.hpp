@@ -8,9 +8,10 @@
 
 #include <rmm_next/detail/async_pool_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/pool_options.hpp>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Device memory from a CUDA driver pool (`cudaMallocFromPoolAsync` / `cudaFreeAsync`).
@@ -47,4 +48,4 @@ static_assert(cuda::mr::resource_with<async_device_resource, cuda::mr::device_ac
 #endif
 static_assert(!cuda::has_property<async_device_resource, cuda::mr::host_accessible>);
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -8,9 +8,10 @@
 
 #include <rmm_next/detail/async_pool_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/pool_options.hpp>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Managed (unified) memory from a CUDA driver pool (`cudaMallocFromPoolAsync`).
@@ -60,4 +61,4 @@ static_assert(cuda::mr::resource_with<async_managed_resource,
                                       cuda::mr::host_accessible>);
 #endif
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -8,12 +8,13 @@
 
 #include <rmm_next/detail/async_pool_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/pool_options.hpp>
 
 #include <optional>
 #include <vector>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Pinned (page-locked) host memory from a CUDA driver pool (`cudaMallocFromPoolAsync`).
@@ -83,4 +84,4 @@ static_assert(cuda::mr::resource_with<async_pinned_resource,
                                       cuda::mr::device_accessible>);
 #endif
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -12,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Thrown when a CUDA runtime call fails.
@@ -86,4 +87,35 @@ class logic_error : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-}  // namespace rmm_next
+/**
+ * @brief Thrown when memory is asked for in the order of a stream whose device cannot use it: the
+ * stream belongs to another device than the resource's pool, and that device has no read-write
+ * access to the pool.
+ *
+ * `what()` names the resource, both devices and what to do.
+ */
+class device_mismatch : public logic_error {
+ public:
+  /**
+   * @brief Constructs the error.
+   * @param msg Names the resource, both devices and the remedy.
+   * @param resource_device The device of the resource.
+   * @param stream_device The device of the stream the caller gave.
+   */
+  device_mismatch(std::string const& msg, int resource_device, int stream_device)
+    : logic_error{msg}, resource_device_{resource_device}, stream_device_{stream_device}
+  {
+  }
+
+  /** @brief The device of the resource. */
+  [[nodiscard]] int resource_device() const noexcept { return resource_device_; }
+
+  /** @brief The device of the stream the caller gave. */
+  [[nodiscard]] int stream_device() const noexcept { return stream_device_; }
+
+ private:
+  int resource_device_;
+  int stream_device_;
+};
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -19,7 +19,7 @@
  * every library in the process that uses these functions.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief The process-wide map behind the free functions below.
@@ -29,8 +29,10 @@ namespace rmm_next {
  *
  * One instance per process, even when several shared libraries built with `-fvisibility=hidden`
  * include this header: the function has default visibility (`RMM_NEXT_EXPORT`), so the dynamic
- * linker binds every library to one definition and one function-local static. All of them must
- * be built against the same rmm-next and CCCL, which fix the map's layout.
+ * linker binds every library to one definition and one function-local static. That holds for
+ * libraries built against the same rmm-next (major and minor version) and CCCL, which fix the
+ * map's layout; libraries built against other versions see another symbol, in another ABI
+ * namespace (`RMM_NEXT_ABI_NAMESPACE`), and have a map of their own.
  *
  * The map is created on first use and intentionally never destroyed. Destroying it at exit would
  * race with the CUDA runtime's own teardown (its resources free streams) and with other static
@@ -68,7 +70,8 @@ inline device_async_resource_ref get_per_device_resource_ref(int device)
 /**
  * @brief Makes `ref` the process-wide ref of the current device, for every library using it.
  * The caller keeps the resource alive while it is set (or until the process ends).
- * @return The previous ref.
+ * @return The previous ref; before the device's initial resource was made, a stand-in for it
+ * that makes it when used (`per_device_resource_map::set`): setting it back is a reset.
  */
 inline device_async_resource_ref set_current_device_resource_ref(device_async_resource_ref ref)
 {
@@ -105,4 +108,4 @@ inline device_async_resource_ref reset_per_device_resource_ref(int device)
   return get_per_device_resource_map().reset(device);
 }
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

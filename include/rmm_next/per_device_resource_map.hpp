@@ -8,14 +8,19 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/reader_indicators.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/error.hpp>
 
 #include <atomic>
 #include <concepts>
-#include <forward_list>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,7 +33,7 @@
  * it (a library, an application) instead of shared process-wide state.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 template <class T>
@@ -62,6 +67,13 @@ concept initial_resource_factory =
             resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
             shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
 
+/** @brief A process-unique number for each map, never reused (unlike addresses). */
+inline std::uint64_t next_map_id() noexcept
+{
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace detail
 
 /**
@@ -74,13 +86,17 @@ concept initial_resource_factory =
  *   [](int device) { return rmm_next::async_managed_resource{rmm_next::current_pool{}, device}; }};
  * @endcode
  *
- * - Lifetime: a ref returned by any member stays valid until the map is destroyed, even after
- *   `set` or `reset` replaced it: what the factory made lives exactly as long as the map, and
- *   every ref that was ever current is kept (one small node per `set`). A resource the caller
- *   passes to `set` must outlive its uses, as with any ref.
+ * - Lifetime: what the factory made lives exactly as long as the map, so a ref to it stays valid
+ *   until the map is destroyed, even after `set` or `reset` replaced it. Refs are handed out by
+ *   value; a resource the caller passes to `set` must outlive its uses, as with any ref.
+ * - Memory: constant per device, whatever the number of `set` and `reset` calls.
  * - Thread safety: every member may be called concurrently. `get` and `get_current` take no lock
- *   once the device's ref exists (an atomic load); `set`, `reset` and the first use of a device,
- *   which calls the factory, are serialized by a mutex.
+ *   once the device's ref exists; `set`, `reset` and the first use of a device, which calls the
+ *   factory, are serialized by a mutex. Reads and writes meet in a Left-Right scheme: each device
+ *   has two copies of its ref, readers copy the current one while announcing themselves on
+ *   striped counters, and a writer fills the other copy, switches, and waits until no reader
+ *   still copies the old one. Each thread also keeps the refs it read last, with the device's
+ *   version: while no `set` or `reset` happened, a read is an atomic load and a copy.
  * - Device count: given at construction, or read with `cudaGetDeviceCount` when first needed. With
  *   the count given, the explicit-device members make no CUDA call except the factory's, so the
  *   class works in CPU-only code and tests. An id outside [0, count) throws `std::out_of_range`
@@ -119,7 +135,7 @@ class per_device_resource_map {
       RMM_NEXT_EXPECTS(
         *device_count >= 0,
         "per_device_resource_map: device_count " + std::to_string(*device_count) + " is negative");
-      allocate_slots(*device_count);
+      allocate_devices(*device_count);
     }
   }
 
@@ -128,7 +144,7 @@ class per_device_resource_map {
   per_device_resource_map(per_device_resource_map&&)                 = delete;
   per_device_resource_map& operator=(per_device_resource_map&&)      = delete;
 
-  /** @brief Destroys the map and what its factory made; refs it handed out become invalid. */
+  /** @brief Destroys the map and what its factory made; refs to that become invalid. */
   ~per_device_resource_map() = default;
 
   /**
@@ -138,10 +154,15 @@ class per_device_resource_map {
    */
   [[nodiscard]] Ref get(int device) const
   {
-    check_device(device);
-    if (Ref const* ref = slots_[device].load(std::memory_order_acquire)) { return *ref; }
-    std::lock_guard lock{write_mutex_};
-    return current_locked(device);
+    // The path of a thread that read this device before and saw no write since: two loads and
+    // a copy, no read-modify-write.
+    int const count = count_.load(std::memory_order_acquire);
+    if (device >= 0 && device < count) {  // count is -1 until known
+      std::uint64_t const version = devices_[device].version.load(std::memory_order_acquire);
+      cached_ref const& cached    = cache_entry(device);
+      if (cached.holds(this, id_, device, version)) { return cached.ref(); }
+    }
+    return read(device);
   }
 
   /**
@@ -155,17 +176,27 @@ class per_device_resource_map {
   /**
    * @brief Makes `ref` the ref of `device`. The caller keeps its resource alive while the map
    * may hand it out.
-   * @return The previous ref (the factory's if none was set; it is made if it did not exist).
+   *
+   * Never runs the factory. When the device has had no ref yet (nothing set, nothing read),
+   * the previous ref is the factory's resource *to be*: a ref to a stand-in the map owns, which
+   * makes the factory's resource on its first allocation and forwards to it. Setting that ref
+   * back (`set(device, previous)`) is `reset(device)`. (For a `Ref` the stand-in cannot bind to,
+   * one with other properties than host and device accessibility, the factory's resource is
+   * made instead.)
+   *
+   * @return The previous ref.
    * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
    */
   Ref set(int device, Ref ref)
   {
     check_device(device);
     std::lock_guard lock{write_mutex_};
-    Ref previous = current_locked(device);
-    // Nodes are never freed while the map lives: a reader may still be copying an old one.
-    Ref const& stored = nodes_.emplace_front(node{std::move(ref), nullptr}).ref;
-    slots_[device].store(&stored, std::memory_order_release);
+    Ref previous = previous_locked(device);
+    if (is_stand_in(device, ref)) {
+      restore_initial_locked(device);
+    } else {
+      publish(device, &ref);
+    }
     return previous;
   }
 
@@ -173,17 +204,17 @@ class per_device_resource_map {
   Ref set_current(Ref ref) { return set(detail::current_device_fast(), std::move(ref)); }
 
   /**
-   * @brief Makes the factory's resource the ref of `device` again.
-   * @return The previous ref.
+   * @brief Makes the factory's resource the ref of `device` again. Never runs the factory: a
+   * device whose resource was not made yet gets it on its next use.
+   * @return The previous ref (see `set`).
    * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
    */
   Ref reset(int device)
   {
     check_device(device);
     std::lock_guard lock{write_mutex_};
-    Ref previous = current_locked(device);
-    // Null when the factory was never called: it then runs on the device's next use.
-    slots_[device].store(initial_[device], std::memory_order_release);
+    Ref previous = previous_locked(device);
+    restore_initial_locked(device);
     return previous;
   }
 
@@ -207,6 +238,193 @@ class per_device_resource_map {
     std::shared_ptr<void> owner;
   };
 
+  class stand_in;
+
+  /** @brief What the map keeps per device: constant in size. */
+  struct alignas(64) device_state {
+    std::atomic<std::uint64_t> version{0};   ///< bumped by every publication
+    std::atomic<int> active{-1};             ///< the copy readers read; -1: none yet
+    std::optional<Ref> copies[2];            ///< Left-Right: the current ref and a spare
+    std::atomic<node const*> made{nullptr};  ///< `initial` once the factory made it
+    std::optional<node> initial;       ///< what the factory made (written once, under the lock)
+    std::optional<stand_in> deferred;  ///< stands in for `initial` before it is made
+  };
+
+  /**
+   * @brief The factory's resource of one device before it exists: its first allocation makes it
+   * (through the map, as a read would) and every call forwards to it. What `set` and `reset`
+   * return for a device that had no ref yet, so that they need not make it.
+   */
+  class stand_in {
+   public:
+    stand_in(per_device_resource_map const* map, int device) noexcept : map_{map}, device_{device}
+    {
+    }
+
+    [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
+    {
+      Ref target = map_->initial_ref(device_);
+      return detail::sync_allocate(target, bytes, alignment);
+    }
+    void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+    {
+      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
+        Ref target = made->ref;  // made by the allocation of `ptr`
+        detail::sync_deallocate(target, ptr, bytes, alignment);
+      }
+    }
+    [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      Ref target = map_->initial_ref(device_);
+      return detail::stream_allocate(target, stream, bytes, alignment);
+    }
+    void deallocate(cuda::stream_ref stream,
+                    void* ptr,
+                    std::size_t bytes,
+                    std::size_t alignment) noexcept
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
+        Ref target = made->ref;
+        detail::stream_deallocate(target, stream, ptr, bytes, alignment);
+      }
+    }
+    // CCCL 3.0 names of the same members.
+    [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment)
+    {
+      return allocate_sync(bytes, alignment);
+    }
+    void deallocate(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+    {
+      deallocate_sync(ptr, bytes, alignment);
+    }
+    [[nodiscard]] void* allocate_async(std::size_t bytes,
+                                       std::size_t alignment,
+                                       cuda::stream_ref stream)
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      return allocate(stream, bytes, alignment);
+    }
+    void deallocate_async(void* ptr,
+                          std::size_t bytes,
+                          std::size_t alignment,
+                          cuda::stream_ref stream) noexcept
+      requires detail::stream_ordered_upstream<Ref>
+    {
+      deallocate(stream, ptr, bytes, alignment);
+    }
+
+    friend bool operator==(stand_in const& lhs, stand_in const& rhs) noexcept
+    {
+      return lhs.map_ == rhs.map_ && lhs.device_ == rhs.device_;
+    }
+    // The properties a `Ref` of the map may ask for: what the factory makes has those of `Ref`.
+    friend constexpr void get_property(stand_in const&, cuda::mr::device_accessible) noexcept {}
+    friend constexpr void get_property(stand_in const&, cuda::mr::host_accessible) noexcept {}
+
+   private:
+    per_device_resource_map const* map_;
+    int device_;
+  };
+
+  /** @brief Whether a `Ref` binds to the stand-in (else `set` makes the factory's resource). */
+  static constexpr bool has_stand_in = std::is_constructible_v<Ref, stand_in&>;
+
+  /**
+   * @brief A ref a thread read, with where and when from. Plain storage, so that the per-thread
+   * array needs no initializer or destructor call (refs own nothing).
+   */
+  struct cached_ref {
+    per_device_resource_map const* map;
+    std::uint64_t map_id;
+    std::uint64_t version;
+    int device;
+    bool engaged;
+    alignas(Ref) unsigned char storage[sizeof(Ref)];
+
+    [[nodiscard]] bool holds(per_device_resource_map const* m,
+                             std::uint64_t id,
+                             int d,
+                             std::uint64_t v) const noexcept
+    {
+      return engaged && map == m && map_id == id && device == d && version == v;
+    }
+    [[nodiscard]] Ref const& ref() const noexcept
+    {
+      return *std::launder(reinterpret_cast<Ref const*>(storage));
+    }
+    void store(
+      per_device_resource_map const* m, std::uint64_t id, int d, std::uint64_t v, Ref const& r)
+    {
+      if (engaged) {
+        std::destroy_at(std::launder(reinterpret_cast<Ref*>(storage)));
+        engaged = false;
+      }
+      ::new (static_cast<void*>(storage)) Ref(r);
+      map     = m;
+      map_id  = id;
+      device  = d;
+      version = v;
+      engaged = true;
+    }
+  };
+
+  static constexpr std::size_t cache_entries = 8;
+
+  /** @brief This thread's cache entry for `device` of this map. */
+  cached_ref& cache_entry(int device) const noexcept
+  {
+    thread_local cached_ref entries[cache_entries];
+    return entries[(static_cast<std::size_t>(device) + id_) % cache_entries];
+  }
+
+  /**
+   * @brief The read behind a cache miss: the current copy, under a reader announcement; the
+   * factory's resource, made under the write lock, on the device's first use.
+   */
+  [[gnu::noinline]] Ref read(int device) const
+  {
+    check_device(device);
+    device_state const& state = devices_[device];
+    std::uint64_t version     = state.version.load(std::memory_order_acquire);
+    std::optional<Ref> ref;
+    {
+      auto const token = readers_.arrive();
+      if (int const active = state.active.load(std::memory_order_seq_cst); active >= 0) {
+        ref.emplace(*state.copies[active]);
+      }
+      detail::reader_indicators::depart(token);
+    }
+    if (!ref) {
+      std::lock_guard lock{write_mutex_};
+      ref.emplace(current_locked(device));
+      version = state.version.load(std::memory_order_relaxed);
+    }
+    // `version` was read before the copy: the ref is at least as new, and a newer one makes the
+    // next read miss again.
+    cache_entry(device).store(this, id_, device, version, *ref);
+    return *std::move(ref);
+  }
+
+  /**
+   * @brief Makes `*ref` the device's current ref (null: none, the next read runs the factory):
+   * fills the spare copy, switches readers to it, and waits until no reader copies the old one,
+   * which becomes the spare. Write lock held.
+   */
+  void publish(int device, Ref const* ref) const
+  {
+    device_state& state = devices_[device];
+    int next            = -1;
+    if (ref != nullptr) {
+      next = state.active.load(std::memory_order_relaxed) == 0 ? 1 : 0;
+      state.copies[next].emplace(*ref);
+    }
+    state.active.store(next, std::memory_order_seq_cst);
+    state.version.fetch_add(1, std::memory_order_release);
+    readers_.wait_for_readers();
+  }
+
   template <class Factory>
   static std::function<node(int)> bind_factory(Factory&& factory)
   {
@@ -228,10 +446,12 @@ class per_device_resource_map {
     };
   }
 
-  void allocate_slots(int count) const
+  void allocate_devices(int count) const
   {
-    slots_   = std::make_unique<std::atomic<Ref const*>[]>(static_cast<std::size_t>(count));
-    initial_ = std::make_unique<Ref const*[]>(static_cast<std::size_t>(count));
+    devices_ = std::make_unique<device_state[]>(static_cast<std::size_t>(count));
+    for (int d = 0; d < count; ++d) {
+      devices_[d].deferred.emplace(this, d);
+    }
     count_.store(count, std::memory_order_release);
   }
 
@@ -240,7 +460,7 @@ class per_device_resource_map {
     std::lock_guard lock{write_mutex_};
     if (int const count = count_.load(std::memory_order_relaxed); count >= 0) { return count; }
     int const count = detail::device_count();
-    allocate_slots(count);
+    allocate_devices(count);
     return count;
   }
 
@@ -255,24 +475,81 @@ class per_device_resource_map {
   }
 
   /** @brief The ref of `device`, made by the factory if none exists. Write lock held. */
-  Ref const& current_locked(int device) const
+  Ref current_locked(int device) const
   {
-    if (Ref const* ref = slots_[device].load(std::memory_order_relaxed)) { return *ref; }
-    if (initial_[device] == nullptr) {
-      initial_[device] = &nodes_.emplace_front(make_initial_(device)).ref;
+    device_state& state = devices_[device];
+    if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
+      return *state.copies[active];
     }
-    slots_[device].store(initial_[device], std::memory_order_release);
-    return *initial_[device];
+    return made_locked(device).ref;
   }
 
+  /** @brief What the factory made for `device`, made now if needed. Write lock held. */
+  node const& made_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    if (!state.initial) {
+      state.initial.emplace(make_initial_(device));
+      state.made.store(&*state.initial, std::memory_order_release);
+      if (state.active.load(std::memory_order_relaxed) < 0) {
+        publish(device, &state.initial->ref);
+      }
+    }
+    return *state.initial;
+  }
+
+  /** @brief The factory's ref of `device`, made now if needed (for the stand-in). */
+  Ref initial_ref(int device) const
+  {
+    if (node const* made = devices_[device].made.load(std::memory_order_acquire)) {
+      return made->ref;
+    }
+    std::lock_guard lock{write_mutex_};
+    return made_locked(device).ref;
+  }
+
+  /**
+   * @brief What `set` and `reset` return: the current ref, or, when the device has none yet,
+   * the stand-in for the factory's. Write lock held.
+   */
+  Ref previous_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
+      return *state.copies[active];
+    }
+    if constexpr (has_stand_in) {
+      return Ref{*state.deferred};
+    } else {
+      return made_locked(device).ref;
+    }
+  }
+
+  /** @brief Whether `ref` is the stand-in of `device`. */
+  bool is_stand_in(int device, Ref const& ref) const
+  {
+    if constexpr (has_stand_in) {
+      return ref == Ref{*devices_[device].deferred};
+    } else {
+      return false;
+    }
+  }
+
+  /** @brief Makes the factory's ref current again, or none while it is not made. Lock held. */
+  void restore_initial_locked(int device) const
+  {
+    device_state& state = devices_[device];
+    publish(device, state.initial ? &state.initial->ref : nullptr);
+  }
+
+  std::uint64_t const id_{detail::next_map_id()};
   std::function<node(int)> make_initial_;
   mutable std::mutex write_mutex_;
-  // The state below is made lazily, by readers too, hence mutable. It is written under
-  // write_mutex_; slots_ and initial_ are published to lock-free readers by count_'s release.
+  mutable detail::reader_indicators readers_;
+  // Made lazily, by readers too, hence mutable: written under write_mutex_ and published to
+  // lock-free readers by count_'s release.
   mutable std::atomic<int> count_{-1};
-  mutable std::unique_ptr<std::atomic<Ref const*>[]> slots_;  ///< the current ref per device
-  mutable std::unique_ptr<Ref const*[]> initial_;  ///< the factory's ref per device, once made
-  mutable std::forward_list<node> nodes_;          ///< every ref that was ever current; kept
+  mutable std::unique_ptr<device_state[]> devices_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -8,12 +8,13 @@
 
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <cstddef>
 #include <type_traits>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 template <class T, class... Properties>
 class polymorphic_allocator;
@@ -134,4 +135,4 @@ template <class T>
 using host_device_polymorphic_allocator =
   polymorphic_allocator<T, cuda::mr::host_accessible, cuda::mr::device_accessible>;
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

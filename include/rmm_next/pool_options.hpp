@@ -5,13 +5,14 @@
 #pragma once
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <optional>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Selects the driver's *current* pool for the resource's location
@@ -62,4 +63,4 @@ struct pool_options {
   std::optional<cudaMemLocation> location{};
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
-
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -24,7 +24,7 @@
  * results, ...) and per device, with defaults the library chooses and overrides its users make.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /** @brief `Tag::count_` when the enum has that enumerator, else 0 (no count declared). */
@@ -104,8 +104,8 @@ struct use_process_wide_resource {
  * - Errors: a `kind` outside [0, kind_count) throws `std::out_of_range` naming its value; a
  *   device id outside [0, device_count()) throws `std::out_of_range` naming the id and the count.
  *   Nothing changes then.
- * - `set` returns the previous ref, so it makes the kind's default on that device first if it did
- *   not exist yet: keep defaults cheap to make (a resource on the device's current pool).
+ * - `set` and `reset` never make a kind's default: before it exists they return a stand-in for it
+ *   (see `per_device_resource_map::set`), which makes it when used and is a `reset` when set back.
  *
  * One `Ref` type for all kinds: kinds that need other properties (pinned staging memory the host
  * writes needs `host_device_async_resource_ref`) go in a second enum and a second context, so that
@@ -242,4 +242,4 @@ class resource_context {
   std::array<map_type, kind_count> maps_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -7,6 +7,7 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cstddef>
 #include <type_traits>
@@ -23,7 +24,7 @@
  * type, so code written against rmm-next compiles unchanged when CCCL is upgraded.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
 
@@ -54,10 +55,12 @@ template <class... Properties>
 inline constexpr bool is_async_cccl_ref<cuda::mr::async_resource_ref<Properties...>> = true;
 
 /**
- * @brief A CCCL < 3.1 resource ref with the member names of CCCL 3.1 and later.
+ * @brief A CCCL < 3.1 resource ref with the member names of CCCL 3.1 and later, and only those.
  *
  * Binds to a resource lvalue exactly as `CcclRef` does, converts to `CcclRef` (it is one), and
  * converts from any adaptor whose CCCL ref converts to `CcclRef` (a superset of properties).
+ * CCCL 3.0's own names (`allocate(bytes, alignment)`, `allocate_async`, ...) are hidden: CCCL 3.1
+ * and later do not have them, so code using them would break when CCCL is upgraded.
  */
 template <class CcclRef>
 class ref_adaptor : public CcclRef {
@@ -84,8 +87,11 @@ class ref_adaptor : public CcclRef {
   ref_adaptor(ref_adaptor const&) noexcept            = default;
   ref_adaptor& operator=(ref_adaptor const&) noexcept = default;
 
-  using CcclRef::allocate;
-  using CcclRef::deallocate;
+  // `allocate` and `deallocate` below hide CCCL 3.0's synchronous overloads; these hide the rest.
+  template <class... Args>
+  void* allocate_async(Args&&...) = delete;  ///< CCCL 3.0 only: use `allocate(stream, ...)`
+  template <class... Args>
+  void deallocate_async(Args&&...) = delete;  ///< CCCL 3.0 only: use `deallocate(stream, ...)`
 
   /** @brief Allocates memory usable at once by the host and any stream. */
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
@@ -144,4 +150,4 @@ using host_async_resource_ref = detail::async_ref<cuda::mr::host_accessible>;
 /** @brief Synchronous ref to host-accessible memory. */
 using host_resource_ref = detail::sync_ref<cuda::mr::host_accessible>;
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

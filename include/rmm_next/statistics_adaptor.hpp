@@ -11,6 +11,7 @@
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cccl30_members.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -22,7 +23,7 @@
 #include <memory>
 #include <utility>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief One statistic of a `statistics_adaptor`: its value now, its peak and its running total.
  */
@@ -256,4 +257,4 @@ static_assert(!cuda::mr::async_resource<statistics_adaptor<device_resource_ref>>
 static_assert(
   !cuda::has_property<statistics_adaptor<async_device_resource>, cuda::mr::host_accessible>);
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -13,6 +13,7 @@
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
 #include <rmm_next/error.hpp>
@@ -39,7 +40,7 @@
  * stream-ordered resource, so that most allocations and frees make no call into the upstream.
  */
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Limits of a `thread_cache_adaptor`'s caches. */
 struct thread_cache_options {
@@ -535,4 +536,4 @@ inline device_async_resource_ref enable_thread_cache(int device,
   return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
 }
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

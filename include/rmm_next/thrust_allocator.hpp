@@ -8,6 +8,9 @@
 
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -18,9 +21,11 @@
 #include <thrust/system/cuda/execution_policy.h>
 
 #include <cstddef>
+#include <new>
+#include <optional>
 #include <type_traits>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief A stream-ordered allocator for Thrust containers: `thrust::device_vector<T,
@@ -35,6 +40,12 @@ namespace rmm_next {
  * that memory allocated on `stream` is never touched by work on another stream first. Like every
  * `thrust::cuda::par` algorithm these wait for the stream before returning. Run your own
  * algorithms on the vector with `thrust::cuda::par.on(alloc.stream())` (or `par_nosync`) too.
+ *
+ * The allocator belongs to one device: the stream's, which for the default streams (0,
+ * `cudaStreamLegacy`, `cudaStreamPerThread`) is the device current when the allocator is made.
+ * `allocate` and `deallocate` make that device current while they run, as RMM's allocator does,
+ * so a vector made on device 0 and destroyed while device 1 is current frees its memory in the
+ * order of device 0's default stream, after the device-0 work that may still use it.
  *
  * The ref does not own the resource: the resource must outlive the allocator and every container
  * using it. Two allocators compare equal when they use the same resource and the same stream.
@@ -63,25 +74,31 @@ class thrust_allocator : public detail::allocator_base<T> {
   };
 
   /**
-   * @brief Allocates on the default stream from the current device's process-wide resource
+   * @brief Allocates on the current device's default stream from its process-wide resource
    * (`get_current_device_resource_ref()`), as RMM's `thrust_allocator` does.
    * @throws cuda_error if no usable CUDA driver or device exists.
    */
   thrust_allocator() : thrust_allocator(cuda::stream_ref{cudaStream_t{}}) {}
 
   /**
-   * @brief Allocates on `stream` from the current device's process-wide resource
-   * (`get_current_device_resource_ref()`).
+   * @brief Allocates on `stream` from the process-wide resource of the stream's device
+   * (`get_per_device_resource_ref(device())`).
    * @throws cuda_error if no usable CUDA driver or device exists.
    */
   explicit thrust_allocator(cuda::stream_ref stream)
-    : thrust_allocator(stream, get_current_device_resource_ref())
+    : thrust_allocator(stream, get_per_device_resource_ref(known_device(stream)))
   {
   }
 
-  /** @brief Allocates on `stream` from `resource`, which must outlive the allocator. */
+  /**
+   * @brief Allocates on `stream` from `resource`, which must outlive the allocator and serve the
+   * stream's device.
+   */
   thrust_allocator(cuda::stream_ref stream, device_async_resource_ref resource) noexcept
-    : resource_{resource}, stream_{stream}, policy_{thrust::cuda::par.on(stream.get())}
+    : resource_{resource},
+      stream_{stream},
+      device_{detail::stream_device(stream.get())},
+      policy_{thrust::cuda::par.on(stream.get())}
   {
   }
 
@@ -94,7 +111,10 @@ class thrust_allocator : public detail::allocator_base<T> {
   template <class U>
   thrust_allocator(
     thrust_allocator<U> const& other) noexcept  // NOLINT(google-explicit-constructor)
-    : thrust_allocator(other.stream(), other.resource())
+    : resource_{other.resource()},
+      stream_{other.stream()},
+      device_{other.device()},
+      policy_{thrust::cuda::par.on(other.stream().get())}
   {
   }
 
@@ -106,13 +126,20 @@ class thrust_allocator : public detail::allocator_base<T> {
    */
   [[nodiscard]] pointer allocate(std::size_t n)
   {
-    return pointer{
-      static_cast<T*>(resource_.allocate(stream_, detail::array_bytes<T>(n), alignof(T)))};
+    std::size_t const bytes = detail::array_bytes<T>(n);
+    std::optional<detail::device_guard> guard;
+    if (needs_switch()) { guard.emplace(device_); }
+    return pointer{static_cast<T*>(resource_.allocate(stream_, bytes, alignof(T)))};
   }
 
-  /** @brief Frees `ptr` (from `allocate(n)` of an equal allocator) in the order of `stream()`. */
+  /**
+   * @brief Frees `ptr` (from `allocate(n)` of an equal allocator) in the order of `stream()`, with
+   * `device()` current.
+   */
   void deallocate(pointer ptr, std::size_t n) noexcept
   {
+    std::optional<detail::device_guard> guard;
+    if (needs_switch()) { guard.emplace(device_, std::nothrow); }
     resource_.deallocate(stream_, ptr.get(), n * sizeof(T), alignof(T));
   }
 
@@ -124,6 +151,10 @@ class thrust_allocator : public detail::allocator_base<T> {
 
   /** @brief The stream memory is allocated and freed on. */
   [[nodiscard]] cuda::stream_ref stream() const noexcept { return stream_; }
+
+  /** @brief The device of `stream()`, current while memory is allocated and freed; -1 when the
+   * driver could not tell at construction. */
+  [[nodiscard]] int device() const noexcept { return device_; }
 
   /** @brief The resource memory comes from. */
   [[nodiscard]] device_async_resource_ref resource() const noexcept { return resource_; }
@@ -139,9 +170,23 @@ class thrust_allocator : public detail::allocator_base<T> {
   }
 
  private:
+  /** @brief The stream's device. @throws cuda_error if the driver cannot tell. */
+  static int known_device(cuda::stream_ref stream)
+  {
+    int const device = detail::stream_device(stream.get());
+    return device >= 0 ? device : detail::current_device();
+  }
+
+  /** @brief True when `device_` is known and not current: allocate and free must switch. */
+  [[nodiscard]] bool needs_switch() const noexcept
+  {
+    return device_ >= 0 && detail::current_device_or_none() != device_;
+  }
+
   device_async_resource_ref resource_;
   cuda::stream_ref stream_;
+  int device_;
   system_type policy_;
 };
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

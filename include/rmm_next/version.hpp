@@ -6,8 +6,11 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+/** @brief rmm-next's version, by component (plain numbers, so that they can name things). */
+#define RMM_NEXT_VERSION_MAJOR 0
+#define RMM_NEXT_VERSION_MINOR 1
+#define RMM_NEXT_VERSION_PATCH 0
+
 /** @brief rmm-next's version, as MAJOR * 10000 + MINOR * 100 + PATCH. */
-#define RMM_NEXT_VERSION       100
-#define RMM_NEXT_VERSION_MAJOR (RMM_NEXT_VERSION / 10000)
-#define RMM_NEXT_VERSION_MINOR (RMM_NEXT_VERSION / 100 % 100)
-#define RMM_NEXT_VERSION_PATCH (RMM_NEXT_VERSION % 100)
+#define RMM_NEXT_VERSION \
+  (RMM_NEXT_VERSION_MAJOR * 10000 + RMM_NEXT_VERSION_MINOR * 100 + RMM_NEXT_VERSION_PATCH)

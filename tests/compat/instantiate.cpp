@@ -36,6 +36,18 @@ void use(Resource& r, cudaStream_t stream)
   sync_ref.deallocate_sync(p, 64, 256);
 }
 
+/** A map of `Ref` (its stand-in for a device's initial resource binds to every ref type). */
+template <class Ref, class Resource>
+void use_map(Resource& r)
+{
+  rmm_next::per_device_resource_map<Ref> map{[&r](int) { return Ref{r}; }, 1};
+  Ref const previous = map.set(0, Ref{r});
+  (void)map.get(0);
+  map.set(0, previous);
+  (void)map.reset(0);
+  (void)map.get_current();
+}
+
 }  // namespace
 
 void instantiate_everything(cudaStream_t stream, cudaMemPool_t pool)
@@ -50,6 +62,12 @@ void instantiate_everything(cudaStream_t stream, cudaMemPool_t pool)
       rmm_next::host_device_resource_ref>(managed, stream);
   use<rmm_next::async_pinned_resource, rmm_next::host_async_resource_ref,
       rmm_next::host_resource_ref>(pinned, stream);
+
+  use_map<rmm_next::device_async_resource_ref>(device);
+  use_map<rmm_next::device_resource_ref>(device);
+  use_map<rmm_next::host_device_async_resource_ref>(managed);
+  use_map<rmm_next::host_device_resource_ref>(pinned);
+  use_map<rmm_next::host_async_resource_ref>(pinned);
 
   rmm_next::host_device_async_resource_ref hd{pinned};
   rmm_next::device_async_resource_ref narrowed = hd;

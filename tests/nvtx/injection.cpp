@@ -8,7 +8,7 @@
 //   InitializeInjectionNvtx2(getExportTable)        for the core API: the library fills the CORE2
 //       callback table (domains, registered strings, push/pop);
 //   InitializeInjectionNvtxExtension(moduleInfo)    for each extension: the library fills the
-//       memory extension's slots (region register/unregister).
+//       memory extension's slots (region register/unregister/name).
 // Calls without a recorder stay unset, so NVTX turns them into no-ops.
 
 #define NVTX_NO_IMPL  // a tool: the NVTX types and ids, not the client implementation
@@ -172,6 +172,26 @@ void regions_unregister(nvtxDomainHandle_t domain, nvtxMemRegionsUnregisterBatch
   }
 }
 
+void regions_name(nvtxDomainHandle_t domain, nvtxMemRegionsNameBatch_t const* batch)
+{
+  if (batch == nullptr) { return; }
+  auto const* bytes = reinterpret_cast<unsigned char const*>(batch->regionElements);
+  for (std::size_t i = 0; i < batch->regionCount; ++i) {
+    auto const* desc =
+      reinterpret_cast<nvtxMemRegionNameDesc_t const*>(bytes + i * batch->regionElementSize);
+    event e     = make_event(call::region_name, domain);
+    e.type      = desc->regionRefType;
+    e.name_type = desc->nameType;
+    e.ptr       = desc->regionRefType == NVTX_MEM_REGION_REF_TYPE_POINTER
+                    ? desc->region.pointer
+                    : static_cast<void const*>(desc->region.handle);
+    if (desc->nameType == NVTX_MESSAGE_TYPE_ASCII && desc->name.ascii != nullptr) {
+      e.text = desc->name.ascii;
+    }
+    record(std::move(e));
+  }
+}
+
 template <class Fn>
 void set_slot(NvtxFunctionTable table, unsigned size, unsigned id, Fn* fn)
 {
@@ -244,6 +264,7 @@ extern "C" RMM_NEXT_TEST_NVTX_EXPORT int InitializeInjectionNvtxExtension(nvtxEx
   };
   set(NVTX3EXT_CBID_nvtxMemRegionsRegister, &regions_register);
   set(NVTX3EXT_CBID_nvtxMemRegionsUnregister, &regions_unregister);
+  set(NVTX3EXT_CBID_nvtxMemRegionsName, &regions_name);
   rec().memory.store(true);
   return 1;
 }

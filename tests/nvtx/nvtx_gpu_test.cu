@@ -4,10 +4,10 @@
  */
 
 // GPU test of the async resources' NVTX annotations, through the suite's injection library:
-// named ranges around allocate, deallocate and allocate_sync; a memory region registered with the
-// pointer and size of each allocation and unregistered before its free (never two registrations
-// of one address in a row, even when threads reuse each other's memory); nothing registered
-// when an allocation fails; a statistics_adaptor's range around the resource's.
+// named ranges around allocate, deallocate and allocate_sync; each allocation named after its
+// resource (class, device, pool) and never registered as a region, also when threads reuse each
+// other's memory; nothing named when an allocation fails; a statistics_adaptor's range around
+// the resource's.
 
 #include "recorder.hpp"
 #include "trace.hpp"
@@ -17,6 +17,7 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/detail/pool_handle.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
 
@@ -36,6 +37,13 @@ namespace rmm_next_test::nvtx {
 namespace {
 
 using rmm_next::async_device_resource;
+
+/** @brief The name `r` gives its allocations. */
+template <class Resource>
+std::string name_of(Resource const& r)
+{
+  return rmm_next::detail::allocation_name(Resource::kind, r.device(), r.pool_handle()).data();
+}
 
 class nvtx_gpu_test : public ::testing::Test {
  protected:
@@ -80,7 +88,7 @@ class nvtx_gpu_test : public ::testing::Test {
   cudaStream_t stream_{};
 };
 
-TEST_F(nvtx_gpu_test, StreamOrderedAllocationIsARangeAndARegion)
+TEST_F(nvtx_gpu_test, StreamOrderedAllocationIsARangeAndANamedRegion)
 {
   async_device_resource mr;
   void* p = mr.allocate(stream_, 1000);
@@ -88,10 +96,9 @@ TEST_F(nvtx_gpu_test, StreamOrderedAllocationIsARangeAndARegion)
   mr.deallocate(stream_, p, 1000);
   std::vector<std::string> const expected{
     "push async_device_resource::allocate",
-    "register p 1000",
+    "name p " + name_of(mr),
     "pop",
     "push async_device_resource::deallocate",
-    "unregister p",
     "pop",
   };
   EXPECT_EQ(trace(events(), {{p, "p"}}), expected);
@@ -122,17 +129,16 @@ TEST_F(nvtx_gpu_test, SynchronousAllocationNestsTheStreamOrderedOne)
   std::vector<std::string> const expected{
     "push async_device_resource::allocate_sync",
     "push async_device_resource::allocate",
-    "register q 4096",
+    "name q " + name_of(mr),
     "pop",
     "pop",
     "push async_device_resource::deallocate",
-    "unregister q",
     "pop",
   };
   EXPECT_EQ(trace(events(), {{q, "q"}}), expected);
 }
 
-TEST_F(nvtx_gpu_test, NoRegionForNullptrOrFailures)
+TEST_F(nvtx_gpu_test, NoNameForNullptrOrFailures)
 {
   async_device_resource mr;
   EXPECT_EQ(mr.allocate(stream_, 0), nullptr);
@@ -160,10 +166,9 @@ TEST_F(nvtx_gpu_test, EachResourceNamesItsRanges)
     mr.deallocate(stream_, p, 512);
     std::vector<std::string> const expected{
       "push " + name + "::allocate",
-      "register p 512",
+      "name p " + name_of(mr),
       "pop",
       "push " + name + "::deallocate",
-      "unregister p",
       "pop",
     };
     EXPECT_EQ(trace(events(), {{p, "p"}}), expected);
@@ -186,12 +191,11 @@ TEST_F(nvtx_gpu_test, StatisticsAdaptorRangeEnclosesTheResources)
   std::vector<std::string> const expected{
     "push statistics_adaptor::allocate",
     "push async_device_resource::allocate",
-    "register p 300",
+    "name p " + name_of(stats.upstream_resource()),
     "pop",
     "pop",
     "push statistics_adaptor::deallocate",
     "push async_device_resource::deallocate",
-    "unregister p",
     "pop",
     "pop",
   };
@@ -199,11 +203,11 @@ TEST_F(nvtx_gpu_test, StatisticsAdaptorRangeEnclosesTheResources)
   EXPECT_EQ(stats.statistics().bytes.total, 300);
 }
 
-TEST_F(nvtx_gpu_test, RegionsAlternatePerAddressAcrossThreads)
+TEST_F(nvtx_gpu_test, EveryAllocationIsNamedAndNoneIsRegisteredAcrossThreads)
 {
   // Threads allocate and free on their own streams from one pool, so addresses are reused, also
-  // across threads. Unregistering before the free means an address is never registered twice in
-  // a row, and every region is unregistered with the size it was registered with.
+  // across threads: every allocation is named after the resource, and nothing is registered or
+  // unregistered (the driver's pool allocations are allocations to the tools already).
   constexpr int threads = 8;
   constexpr int pairs   = 500;
   async_device_resource mr;
@@ -227,18 +231,10 @@ TEST_F(nvtx_gpu_test, RegionsAlternatePerAddressAcrossThreads)
   }
   std::vector<event> const recorded = events();
   expect_balanced(recorded);
-  std::map<void const*, std::size_t> live;  // address -> registered size
-  long registered = 0;
-  for (event const& e : recorded) {
-    if (e.kind == call::region_register) {
-      ++registered;
-      EXPECT_TRUE(live.emplace(e.ptr, e.bytes).second) << "registered twice: " << e.ptr;
-    } else if (e.kind == call::region_unregister) {
-      EXPECT_EQ(live.erase(e.ptr), 1U) << "unregistered without a registration: " << e.ptr;
-    }
-  }
-  EXPECT_EQ(registered, threads * pairs);
-  EXPECT_TRUE(live.empty()) << live.size() << " regions left registered";
+  EXPECT_EQ(count(recorded, call::region_name, name_of(mr)), threads * pairs);
+  EXPECT_EQ(count(recorded, call::region_name), threads * pairs);
+  EXPECT_EQ(count(recorded, call::region_register), 0);
+  EXPECT_EQ(count(recorded, call::region_unregister), 0);
 }
 
 }  // namespace

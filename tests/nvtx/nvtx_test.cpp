@@ -5,9 +5,9 @@
 
 // CPU test of rmm-next's NVTX annotations, through the suite's own injection library (NVTX loads
 // it from NVTX_INJECTION64_PATH): the "rmm_next" domain, the registered range names, balanced
-// ranges (also when the upstream throws, and per thread), the memory-region helpers, and a
-// translation unit compiled with NVTX off that emits nothing. The async resources' own
-// annotations need a device: nvtx_gpu_test.cu.
+// ranges (also when the upstream throws, and per thread), the region-naming helper and the names
+// the async resources give their allocations, and a translation unit compiled with NVTX off that
+// emits nothing. The async resources' own annotations need a device: nvtx_gpu_test.cu.
 
 #include "nvtx_off_tu.hpp"
 #include "recorder.hpp"
@@ -16,6 +16,7 @@
 #include "support/fake_resource.hpp"
 
 #include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/pool_handle.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
@@ -26,6 +27,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -146,22 +148,42 @@ TEST_F(nvtx_test, RangeIsPoppedWhenTheUpstreamThrows)
   EXPECT_EQ(a.statistics().allocations.total, 0);
 }
 
-TEST_F(nvtx_test, RegionHelpersDescribeTheMemory)
+TEST_F(nvtx_test, RegionHelperNamesTheMemory)
 {
   std::array<std::byte, 4096> buffer{};
-  rmm_next::detail::nvtx_register_region(buffer.data(), buffer.size());
-  rmm_next::detail::nvtx_register_region(nullptr, 64);  // nothing
-  rmm_next::detail::nvtx_unregister_region(buffer.data());
-  rmm_next::detail::nvtx_unregister_region(nullptr);  // nothing
+  rmm_next::detail::nvtx_name_region(buffer.data(), "async_device_resource dev 0");
+  rmm_next::detail::nvtx_name_region(nullptr, "nothing");  // nothing
   EXPECT_TRUE(memory_attached()) << "NVTX did not attach the memory extension";
 
   std::vector<event> const recorded = events();
-  std::vector<std::string> const expected{"register buffer 4096", "unregister buffer"};
+  std::vector<std::string> const expected{"name buffer async_device_resource dev 0"};
   EXPECT_EQ(trace(recorded, {{buffer.data(), "buffer"}}), expected);
-  ASSERT_EQ(recorded.size(), 2U);
-  EXPECT_EQ(recorded[0].heap, nullptr) << "regions belong to NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE";
-  EXPECT_EQ(recorded[0].type, std::uint32_t{NVTX_MEM_TYPE_VIRTUAL_ADDRESS});
-  EXPECT_EQ(recorded[1].type, std::uint32_t{NVTX_MEM_REGION_REF_TYPE_POINTER});
+  ASSERT_EQ(recorded.size(), 1U);
+  // By pointer, in ASCII: what compute-sanitizer accepts. Nothing is registered: pool
+  // allocations are allocations to the tools already.
+  EXPECT_EQ(recorded[0].type, std::uint32_t{NVTX_MEM_REGION_REF_TYPE_POINTER});
+  EXPECT_EQ(recorded[0].name_type, std::uint32_t{NVTX_MESSAGE_TYPE_ASCII});
+}
+
+TEST(nvtx_names, AllocationNamesAreShortPrintableAscii)
+{
+  // compute-sanitizer takes names matching ^[[:print:]]{1,49}$.
+  using rmm_next::detail::memory_kind;
+  auto* const pool = reinterpret_cast<cudaMemPool_t>(std::uintptr_t{0x7fffffffeff0});
+  for (memory_kind kind : {memory_kind::device, memory_kind::managed, memory_kind::pinned}) {
+    for (int device : {0, 7, 15, 1023}) {
+      std::string const name = rmm_next::detail::allocation_name(kind, device, pool).data();
+      EXPECT_GE(name.size(), 1U);
+      EXPECT_LE(name.size(), 49U) << name;
+      for (char c : name) {
+        EXPECT_TRUE(c >= 0x20 && c < 0x7f) << name;
+      }
+      EXPECT_EQ(name.rfind(rmm_next::detail::resource_name(kind), 0), 0U) << name;
+      EXPECT_NE(name.find("dev " + std::to_string(device)), std::string::npos) << name;
+    }
+  }
+  EXPECT_EQ(std::string{rmm_next::detail::allocation_name(memory_kind::device, 3, pool).data()},
+            "async_device_resource dev 3 pool 0x7fffffffeff0");
 }
 
 TEST_F(nvtx_test, RangesBalancePerThread)

@@ -25,6 +25,7 @@ enum class call {
   range_pop,          ///< nvtxDomainRangePop
   region_register,    ///< one region of nvtxMemRegionsRegister: `ptr`, `bytes`, `heap`
   region_unregister,  ///< one region of nvtxMemRegionsUnregister: `ptr`
+  region_name,        ///< one region of nvtxMemRegionsName: `ptr`, `text`, `type`, `name_type`
 };
 
 /** @brief One recorded call. */
@@ -35,7 +36,8 @@ struct event {
   void const* ptr{};       ///< region start
   std::size_t bytes{};     ///< region size
   void const* heap{};      ///< region heap (nullptr: NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE)
-  std::uint32_t type{};    ///< region type (NVTX_MEM_TYPE_*) or unregister ref type
+  std::uint32_t type{};    ///< region type (NVTX_MEM_TYPE_*) or unregister/name ref type
+  std::uint32_t name_type{};  ///< message type of a region name (NVTX_MESSAGE_TYPE_*)
   std::uint64_t thread{};  ///< a small number per recording thread
 };
 

@@ -3,7 +3,10 @@
 # recorded.
 #   nvtx_test       cpu: statistics_adaptor over a fake resource, the region helpers, and a
 #                   translation unit compiled with NVTX off in the same program
-#   nvtx_gpu_test   gpu: the async resources' own ranges and memory regions
+#   nvtx_gpu_test   gpu: the async resources' own ranges and allocation names
+#   nvtx_compute_sanitizer
+#                   gpu: sanitizer_program.cu under compute-sanitizer prints no NVTX warning
+#                   (skipped where compute-sanitizer is not installed)
 # Included from tests/CMakeLists.txt. Nothing to test when NVTX is compiled out.
 if(NOT RMM_NEXT_ENABLE_NVTX OR NOT TARGET CUDA::nvtx3)
   return()
@@ -43,3 +46,19 @@ endforeach()
 set_tests_properties(nvtx_test PROPERTIES LABELS cpu ENVIRONMENT "${nvtx_injection_env}")
 set_tests_properties(nvtx_gpu_test PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 ENVIRONMENT
                                               "${nvtx_gpu_env}")
+
+# compute-sanitizer takes the place of the injection library here: no NVTX_INJECTION64_PATH.
+find_program(RMM_NEXT_COMPUTE_SANITIZER compute-sanitizer
+             HINTS ${CUDAToolkit_BIN_DIR} ${CUDAToolkit_BIN_DIR}/../compute-sanitizer)
+add_executable(nvtx_sanitizer_program ${nvtx_dir}/sanitizer_program.cu)
+target_include_directories(nvtx_sanitizer_program PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support)
+target_link_libraries(nvtx_sanitizer_program PRIVATE rmm-next::rmm-next)
+rmm_next_enable_warnings(nvtx_sanitizer_program)
+add_test(NAME nvtx_compute_sanitizer
+         COMMAND bash ${nvtx_dir}/run_sanitizer.sh "${RMM_NEXT_COMPUTE_SANITIZER}"
+                 $<TARGET_FILE:nvtx_sanitizer_program>)
+set_tests_properties(nvtx_compute_sanitizer PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
+                                                       RESOURCE_LOCK rmm_next_gpu)
+if(RMM_NEXT_REQUIRE_GPU)
+  set_tests_properties(nvtx_compute_sanitizer PROPERTIES ENVIRONMENT RMM_NEXT_REQUIRE_GPU=1)
+endif()

@@ -56,6 +56,7 @@ inline std::vector<std::string> trace(std::vector<event> const& events,
         line = "register " + name_of(e.ptr) + " " + std::to_string(e.bytes);
         break;
       case call::region_unregister: line = "unregister " + name_of(e.ptr); break;
+      case call::region_name: line = "name " + name_of(e.ptr) + " " + e.text; break;
     }
     if (e.domain != "rmm_next") { line += " [domain '" + e.domain + "']"; }
     lines.push_back(line);

@@ -13,10 +13,13 @@ function(per_device_gpu_test name)
   endif()
 endfunction()
 
-# Two libraries built as RAPIDS libraries are: hidden visibility, one with g++, one with nvcc.
+# Two libraries built as RAPIDS libraries are: hidden visibility, one with g++, one with nvcc. A
+# third stands for a library built against another rmm-next version: its ABI namespace differs.
 add_library(per_device_library_a SHARED ${per_device_dir}/library_a.cpp)
 add_library(per_device_library_b SHARED ${per_device_dir}/library_b.cu)
-foreach(lib IN ITEMS per_device_library_a per_device_library_b)
+add_library(per_device_library_other_abi SHARED ${per_device_dir}/library_other_abi.cpp)
+target_compile_definitions(per_device_library_other_abi PRIVATE RMM_NEXT_ABI_NAMESPACE=v0_0_cccl0)
+foreach(lib IN ITEMS per_device_library_a per_device_library_b per_device_library_other_abi)
   target_include_directories(${lib} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${lib} PRIVATE rmm-next::rmm-next)
   set_target_properties(${lib} PROPERTIES CXX_VISIBILITY_PRESET hidden CUDA_VISIBILITY_PRESET
@@ -28,7 +31,8 @@ add_executable(per_device_two_libraries ${per_device_dir}/two_libraries_main.cpp
 target_include_directories(per_device_two_libraries PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
                                                             ${CMAKE_CURRENT_SOURCE_DIR}/support)
 target_link_libraries(per_device_two_libraries PRIVATE rmm-next::rmm-next per_device_library_a
-                                                       per_device_library_b)
+                                                       per_device_library_b
+                                                       per_device_library_other_abi)
 rmm_next_enable_warnings(per_device_two_libraries)
 add_test(NAME per_device_two_libraries COMMAND per_device_two_libraries)
 set_tests_properties(per_device_two_libraries PROPERTIES LABELS cpu)

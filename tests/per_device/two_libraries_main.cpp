@@ -4,7 +4,9 @@
  */
 
 // Two shared libraries built with -fvisibility=hidden (A with g++, B with nvcc) share one
-// process-wide per_device_resource_map, while each library's own map stays its own.
+// process-wide per_device_resource_map, while each library's own map stays its own. A third,
+// built with another rmm-next ABI namespace (as a library built against another rmm-next or CCCL
+// version is), has a process-wide map of its own.
 //
 //   per_device_two_libraries                 no GPU needed: instance identity, own maps
 //   per_device_two_libraries --with-device   also set/get/reset through the free functions
@@ -12,12 +14,15 @@
 
 #include "gpu_check.hpp"
 #include "library_api.hpp"
+#include "library_other_abi.hpp"
 #include "support/fake_resource.hpp"
 
+#include <rmm_next/detail/cuda_check.hpp>  // RMM_NEXT_STRINGIFY
 #include <rmm_next/per_device_resource.hpp>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -49,6 +54,17 @@ int main(int argc, char** argv)
         "library A and library B see the same process-wide map");
   check(a.process_map() == &rmm_next::get_per_device_resource_map(),
         "the executable sees that map too");
+
+  // The ABI namespace: rmm-next's major and minor version and the CCCL version.
+  std::string const abi = RMM_NEXT_STRINGIFY(RMM_NEXT_ABI_NAMESPACE);
+  std::string const expected_abi = "v" + std::to_string(RMM_NEXT_VERSION_MAJOR) + "_" +
+                                   std::to_string(RMM_NEXT_VERSION_MINOR) + "_cccl" +
+                                   std::to_string(CCCL_VERSION);
+  check(abi == expected_abi, "the ABI namespace is named for the rmm-next and CCCL versions");
+  auto const& other = per_device_test::library_other_abi();
+  check(abi != other.abi_namespace, "control: the other library's ABI namespace differs");
+  check(other.process_map() != a.process_map(),
+        "a library of another rmm-next ABI has a process-wide map of its own");
 
   // Each library's own map is its own: setting one changes neither the other nor the process map.
   rmm_next::test::fake_resource mine{1};

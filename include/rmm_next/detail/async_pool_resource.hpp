@@ -6,6 +6,8 @@
 
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/pool_handle.hpp>
 #include <rmm_next/error.hpp>
@@ -21,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Statistics of a driver pool, read from its attributes. */
 struct pool_statistics {
@@ -58,6 +60,10 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
                                                   int device,
                                                   cudaStream_t stream = nullptr)
 {
+  if (is_sticky_error(status)) {
+    // Not a failed allocation: earlier work broke the context, and nothing will work again.
+    throw_cuda_error(status, "cudaMallocFromPoolAsync", resource_name(kind));
+  }
   (void)cudaGetLastError();
   cudaStreamCaptureStatus capture{cudaStreamCaptureStatusNone};
   if (status == cudaErrorNotSupported && stream != nullptr &&
@@ -84,12 +90,31 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
                   " failed to allocate " + std::to_string(bytes) + where + tail};
 }
 
+/** @brief Throws `device_mismatch` for a stream of `stream_device` given to a resource of
+ * `resource_device` whose pool that device has no access to. */
+[[noreturn]] inline void throw_device_mismatch(memory_kind kind,
+                                               int resource_device,
+                                               int stream_device)
+{
+  std::string const mine   = "device " + std::to_string(resource_device);
+  std::string const theirs = "device " + std::to_string(stream_device);
+  std::string const memory =
+    kind == memory_kind::pinned ? "pinned host memory of the resource on " + mine : mine + " memory";
+  throw device_mismatch{std::string{"rmm_next::device_mismatch: "} + resource_name(kind) +
+                          "::allocate was given a stream of " + theirs + ", but " + theirs +
+                          " has no access to the " + memory + "; allocate with a stream of " +
+                          mine + ", or grant " + theirs +
+                          " access to the pool (cudaMemPoolSetAccess)",
+                        resource_device,
+                        stream_device};
+}
+
 /**
  * @brief The machinery the three async resources share: pool choice and ownership,
  * stream-ordered and synchronous allocation, statistics, equality.
  *
  * `Derived` names its `memory_kind` as `static constexpr detail::memory_kind kind`. Allocations
- * and frees are NVTX ranges and memory regions (see detail/nvtx.hpp).
+ * and frees are NVTX ranges, and each allocation is named for tools (see detail/nvtx.hpp).
  */
 template <class Derived>
 class RMM_NEXT_NVTX_ABI async_pool_resource {
@@ -107,10 +132,14 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
    * @brief The pool chosen by `source` for `device` (the current device if none).
    *
    * `source` is `current_pool{}`, `default_pool{}`, a `pool_options` (the resource creates and
-   * owns the pool) or a `cudaMemPool_t` the caller owns (viewed, never destroyed).
+   * owns the pool) or a `cudaMemPool_t` the caller owns (viewed, never destroyed). A viewed device
+   * pool belongs to its own device, not to the current one: without `device` it is the one device
+   * with read-write access to the pool; a pool that several devices may use needs `device`.
    * @throws cuda_error when no usable driver or device exists.
    * @throws not_supported when the runtime, driver or device lacks the feature.
    * @throws std::out_of_range if `device` is not a visible device.
+   * @throws logic_error if a viewed device pool is not accessible from `device`, or, without
+   * `device`, from exactly one device.
    */
   template <class Source>
     requires is_pool_source<Source>
@@ -128,26 +157,30 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   /**
    * @brief Allocates `bytes` in the order of `stream`.
    * @return nullptr for 0 bytes, else memory aligned to 256 bytes, usable by work on `stream`.
+   *
+   * The stream must belong to the resource's device or to one with read-write access to the pool
+   * (`cudaMemPoolSetAccess`; for pinned memory, the devices it was granted to). With more than
+   * one visible device this is checked, at the cost of one driver call (`cuStreamGetDevice`);
+   * managed memory is usable from every device and is not checked. The default streams (0,
+   * `cudaStreamLegacy`, `cudaStreamPerThread`) belong to the current device.
    * @throws bad_alloc if `alignment` is not a power of two no greater than 256.
    * @throws out_of_memory if the pool cannot grow enough.
+   * @throws device_mismatch if the stream's device has no access to the memory.
    */
   [[nodiscard]] void* allocate(cuda::stream_ref stream,
                                std::size_t bytes,
                                std::size_t alignment = default_alignment)
   {
-    nvtx_range const range{nvtx_range_names().allocate};
-    check_alignment(alignment);
-    if (bytes == 0) { return nullptr; }
-    void* ptr{};
-    if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream.get());
-        s != cudaSuccess) {
-      throw_allocation_failure(Derived::kind, s, bytes, device_, stream.get());
-    }
-    nvtx_register_region(ptr, bytes);
-    return ptr;
+    return allocate_on(stream.get(), bytes, alignment, check_streams_);
   }
 
-  /** @brief Frees `ptr` in the order of `stream` (`cudaFreeAsync`); nullptr does nothing. */
+  /**
+   * @brief Frees `ptr` in the order of `stream` (`cudaFreeAsync`); nullptr does nothing.
+   *
+   * Any stream may free, also one of another device (the stream's device is not checked): the
+   * memory returns to the pool once the stream reaches the free, so every use of it must be
+   * ordered before that point.
+   */
   void deallocate(cuda::stream_ref stream,
                   void* ptr,
                   std::size_t /*bytes*/,
@@ -155,7 +188,6 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   {
     nvtx_range const range{nvtx_range_names().deallocate};
     if (ptr == nullptr) { return; }
-    nvtx_unregister_region(ptr);  // before the free: another thread may get `ptr` next
     if (cudaError_t const s = cudaFreeAsync(ptr, stream.get()); s != cudaSuccess) {
       report_release_failure(s, "cudaFreeAsync");
     }
@@ -171,10 +203,9 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   {
     nvtx_range const range{nvtx_range_names().allocate_sync};
     cudaStream_t const stream = state_->stream();
-    void* ptr                 = allocate(stream, bytes, alignment);
+    void* ptr                 = allocate_on(stream, bytes, alignment, false);  // our own stream
     if (ptr != nullptr) {
       if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
-        nvtx_unregister_region(ptr);
         (void)cudaFreeAsync(ptr, stream);
         throw_cuda_error(s, "cudaStreamSynchronize", resource_name(Derived::kind));
       }
@@ -262,24 +293,37 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
 
  protected:
   explicit async_pool_resource(pool_binding binding) noexcept
-    : pool_{binding.pool}, device_{binding.device}, state_{std::move(binding.state)}
+    : pool_{binding.pool},
+      device_{binding.device},
+      check_streams_{binding.check_streams},
+      state_{std::move(binding.state)}
   {
   }
 
   /**
    * @brief Resolves the device, checks support and binds the pool `source` names. Pinned pools
-   * get device access for `accessible_devices` (every visible device when null).
+   * get device access for `accessible_devices` (every visible device when null). The release
+   * threshold of a driver pool is adopted after everything that may throw.
    */
   template <class Source>
   static pool_binding bind_source(Source const& source,
                                   std::optional<int> device,
                                   std::vector<int> const* accessible_devices)
   {
-    int const id         = resolve_device(Derived::kind, device);
+    int id{};
+    if constexpr (std::is_same_v<Source, cudaMemPool_t>) {
+      id = resolve_view_device(Derived::kind, source, device);  // the pool's device
+    } else {
+      id = resolve_device(Derived::kind, device);
+    }
     pool_binding binding = acquire_pool(Derived::kind, id, source);
     if constexpr (Derived::kind == memory_kind::pinned) {
       grant_device_access(binding.pool, accessible_devices);
     }
+    // With one device every stream is the resource's; managed memory is usable from any device.
+    binding.check_streams = Derived::kind != memory_kind::managed && device_count() > 1;
+    // Last: a pool others share is changed only by a construction that succeeds.
+    if (binding.adopted) { adopt_release_threshold(binding.pool, binding.release_threshold); }
     return binding;
   }
 
@@ -295,10 +339,38 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
     if (!is_valid_alignment(alignment)) { throw_bad_alignment(Derived::kind, alignment); }
   }
 
+  /** @brief `allocate`, checking the stream's device first when `check_stream` is true. */
+  void* allocate_on(cudaStream_t stream, std::size_t bytes, std::size_t alignment, bool check_stream)
+  {
+    nvtx_range const range{nvtx_range_names().allocate};
+    check_alignment(alignment);
+    if (bytes == 0) { return nullptr; }
+    if (check_stream) { check_stream_device(stream); }
+    void* ptr{};
+    if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream);
+        s != cudaSuccess) {
+      throw_allocation_failure(Derived::kind, s, bytes, device_, stream);
+    }
+    nvtx_name_region(ptr, state_->allocation_name());
+    return ptr;
+  }
+
+  /**
+   * @brief Throws `device_mismatch` unless the stream belongs to the resource's device or to one
+   * with read-write access to the pool. Unknown (the driver cannot tell): no check.
+   */
+  void check_stream_device(cudaStream_t stream) const
+  {
+    int const on = stream_device(stream);
+    if (on < 0 || on == device_) { return; }
+    if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
+  }
+
   cudaMemPool_t pool_;
   int device_;
+  bool check_streams_;
   std::shared_ptr<pool_state> state_;
 };
 
 }  // namespace detail
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -4,10 +4,8 @@
  */
 #pragma once
 
-// CCCL before 3.1 hides cuda::mr behind this macro; it must precede the first CCCL include.
-#ifndef LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
-#define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
-#endif
+// First: defines LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE before any CCCL include.
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda/std/version>
 
@@ -26,9 +24,9 @@
 
 #include <cstddef>
 
-namespace rmm_next {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief The alignment of every allocation from the async resources (as `cudaMalloc`). */
 inline constexpr std::size_t default_alignment = 256;
 
-}  // namespace rmm_next
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

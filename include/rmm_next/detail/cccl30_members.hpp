@@ -5,11 +5,12 @@
 #pragma once
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 
 #include <cstddef>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
  * @brief The CCCL 3.0 member names of a resource written with the CCCL 3.1 names, each forwarding
@@ -60,4 +61,4 @@ class cccl30_members {
   Derived& self() noexcept { return static_cast<Derived&>(*this); }
 };
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

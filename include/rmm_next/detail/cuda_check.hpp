@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -20,7 +21,7 @@
 
 /**
  * @brief Throws `rmm_next::logic_error` (or the exception type given as third argument) with
- * `msg` and the source location when `cond` is false.
+ * "rmm_next::" + `msg` when `cond` is false; `msg` reads "<what>: <what happened>".
  */
 #define RMM_NEXT_EXPECTS(...)                                                               \
   RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)( \
@@ -30,26 +31,47 @@
 #define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                                        \
   do {                                                                                       \
     if (!(cond)) {                                                                           \
-      throw exception_type{std::string{"rmm_next failure at " __FILE__                       \
-                                       ":" RMM_NEXT_STRINGIFY(__LINE__) ": "} +              \
-                           (msg)};                                                           \
+      throw exception_type{std::string{"rmm_next::"} + (msg)};                               \
     }                                                                                        \
   } while (0)
 
 /**
  * @brief Calls a CUDA runtime function; on failure clears the sticky error and throws
- * `rmm_next::cuda_error` naming the call, the error and the source location.
+ * `rmm_next::cuda_error` naming the call and the error (not rmm-next's source location, which
+ * says nothing to the user).
  */
 #define RMM_NEXT_CUDA_TRY(call)                                                         \
   do {                                                                                  \
     cudaError_t const rmm_next_status_ = (call);                                        \
     if (rmm_next_status_ != cudaSuccess) {                                              \
-      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call,                     \
-                                           __FILE__ ":" RMM_NEXT_STRINGIFY(__LINE__)); \
+      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "rmm_next");        \
     }                                                                                   \
   } while (0)
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/**
+ * @brief True for the errors after which the CUDA context is lost ("sticky"): every later call
+ * returns the same error, and using CUDA again takes a new process (an illegal address, a failed
+ * launch, a device-side assert, ...).
+ */
+constexpr bool is_sticky_error(cudaError_t status) noexcept
+{
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorMpsClientTerminated: return true;
+    default: return false;
+  }
+}
 
 /**
  * @brief Why no CUDA device can be used, when `status` says so, else an empty string.
@@ -89,6 +111,7 @@ inline std::string no_usable_device_reason(cudaError_t status)
   if (std::string const reason = no_usable_device_reason(status); !reason.empty()) {
     msg += "; no usable CUDA driver or device: " + reason;
   }
+  if (is_sticky_error(status)) { msg += "; the CUDA context is lost: restart the process"; }
   if (status == cudaErrorNotSupported) { throw not_supported{msg, status}; }
   throw cuda_error{status, msg};
 }
@@ -191,4 +214,4 @@ inline std::string version_string(int version)
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -6,13 +6,14 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
 #include <new>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
  * @brief Makes a device current for its lifetime, then gives the thread back exactly the context
@@ -78,4 +79,4 @@ class device_guard {
   bool ok_{true};
 };
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda.h>  // types only: the functions are reached through the runtime, libcuda is not linked
 #include <cuda_runtime_api.h>
@@ -20,7 +21,7 @@
  * to the runtime API or to the behaviour of a process without a GPU.
  */
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
@@ -29,6 +30,8 @@ struct driver_api {
   CUresult (*ctx_get_current)(CUcontext*)                          = nullptr;
   CUresult (*ctx_get_device)(CUdevice*)                            = nullptr;
   CUresult (*ctx_set_current)(CUcontext)                           = nullptr;
+  CUresult (*stream_get_device)(CUstream, CUdevice*)                = nullptr;  ///< driver 12.8+
+  CUresult (*stream_get_ctx)(CUstream, CUcontext*)                  = nullptr;
 };
 
 /** @brief Resolves `name` (introduced in driver `version`) into `fn`; leaves it null on failure. */
@@ -61,6 +64,8 @@ inline driver_api const& driver() noexcept
     resolve_driver_entry_point("cuCtxGetCurrent", 4000, a.ctx_get_current);
     resolve_driver_entry_point("cuCtxGetDevice", 2000, a.ctx_get_device);
     resolve_driver_entry_point("cuCtxSetCurrent", 4000, a.ctx_set_current);
+    resolve_driver_entry_point("cuStreamGetDevice", 12080, a.stream_get_device);
+    resolve_driver_entry_point("cuStreamGetCtx", 9020, a.stream_get_ctx);
     return a;
   }();
   return api;
@@ -97,10 +102,9 @@ inline bool stream_is_eager(cudaStream_t stream) noexcept
  * @brief The current device, read from the thread's current context (`cuCtxGetCurrent`, cached
  * per thread from context to device) instead of `cudaGetDevice`: about 10 ns instead of 30 to
  * 40 ns. Follows `cudaSetDevice` and `cuCtxSetCurrent`. Falls back to `cudaGetDevice` when the
- * thread has no current context yet.
- * @throws cuda_error if no usable driver or device exists.
+ * thread has no current context yet. -1 when no usable driver or device exists.
  */
-inline int current_device_fast()
+inline int current_device_or_none() noexcept
 {
   thread_local CUcontext cached_context{};
   thread_local int cached_device{-1};
@@ -116,7 +120,63 @@ inline int current_device_fast()
       return cached_device;
     }
   }
-  return current_device();
+  int device{};
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
 }
 
-}  // namespace rmm_next::detail
+/**
+ * @brief The current device, as `current_device_or_none`.
+ * @throws cuda_error if no usable driver or device exists.
+ */
+inline int current_device_fast()
+{
+  int const device = current_device_or_none();
+  return device >= 0 ? device : current_device();
+}
+
+/**
+ * @brief True for the handles that name a default stream of whichever device is current when
+ * work is ordered on them: 0, `cudaStreamLegacy` and `cudaStreamPerThread`.
+ */
+inline bool is_default_stream(cudaStream_t stream) noexcept
+{
+  return stream == cudaStream_t{} || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+}
+
+/**
+ * @brief The device whose work `stream` orders: the current device for the default streams,
+ * else the device the stream was created on (`cuStreamGetDevice`, one driver call, on drivers
+ * 12.8 and later; the stream's context on older ones). -1 when the driver cannot tell (no driver,
+ * an invalid handle).
+ */
+inline int stream_device(cudaStream_t stream) noexcept
+{
+  if (is_default_stream(stream)) { return current_device_or_none(); }
+  driver_api const& api = driver();
+  auto const handle     = reinterpret_cast<CUstream>(stream);
+  if (api.stream_get_device != nullptr) {
+    CUdevice device{};
+    return api.stream_get_device(handle, &device) == CUDA_SUCCESS ? static_cast<int>(device) : -1;
+  }
+  // Before 12.8: the device of the stream's context, made current for the question.
+  CUcontext context{};
+  CUcontext saved{};
+  if (api.stream_get_ctx == nullptr || api.ctx_get_current == nullptr ||
+      api.ctx_set_current == nullptr || api.ctx_get_device == nullptr ||
+      api.stream_get_ctx(handle, &context) != CUDA_SUCCESS ||
+      api.ctx_get_current(&saved) != CUDA_SUCCESS) {
+    return -1;
+  }
+  if (context == saved) { return current_device_or_none(); }
+  if (api.ctx_set_current(context) != CUDA_SUCCESS) { return -1; }
+  CUdevice device{};
+  bool const known = api.ctx_get_device(&device) == CUDA_SUCCESS;
+  (void)api.ctx_set_current(saved);
+  return known ? static_cast<int>(device) : -1;
+}
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 /**
  * @file
  * @brief NVTX annotations of rmm-next's resources and adaptors, in the NVTX domain "rmm_next".
@@ -11,10 +13,10 @@
  * Each annotated class pushes a range around its allocate and deallocate calls, named
  * "<class>::allocate", "<class>::deallocate" (and "<class>::allocate_sync" for the wait of a
  * synchronous allocation), from strings registered once per class. The classes that own memory
- * (the async resources) also describe it with the NVTX memory API: every allocation is a region
- * of the process-wide heap (`NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE`) registered when the allocation
- * returns and unregistered before the memory is freed. Adaptors push ranges only: the memory
- * belongs to the resource underneath.
+ * (the async resources) also name each allocation with the NVTX memory API
+ * (`nvtxMemRegionsName`): pool allocations are allocations to the CUDA tools already, so they are
+ * named, not registered as regions. Adaptors push ranges only: the memory belongs to the resource
+ * underneath. Heaps and regions would be registered only by an adaptor that sub-allocates.
  *
  * Without a tool attached every NVTX call is a load and a branch on a null function pointer; the
  * handles are made once, in function-local statics, and nothing is allocated.
@@ -39,7 +41,7 @@
 /// Empty when NVTX is compiled in; see the file comment.
 #define RMM_NEXT_NVTX_ABI
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = true;
@@ -111,48 +113,40 @@ class nvtx_range {
   nvtxDomainHandle_t domain_;
 };
 
-/** @brief Tells NVTX tools that `[ptr, ptr + bytes)` is an allocation now. nullptr: nothing. */
-inline void nvtx_register_region(void const* ptr, std::size_t bytes) noexcept
+/**
+ * @brief Names the allocation at `ptr` for NVTX tools (`nvtxMemRegionsName`, by pointer, ASCII),
+ * so that compute-sanitizer's reports say what owns it. nullptr: nothing.
+ *
+ * Pool allocations are whole allocations to the CUDA tools already: they are named, never
+ * registered as regions (a region of `NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE` that no heap holds is
+ * rejected). compute-sanitizer takes names of 1 to 49 printable ASCII characters.
+ */
+inline void nvtx_name_region(void const* ptr, char const* name) noexcept
 {
   if (ptr == nullptr) { return; }
-  nvtxMemVirtualRangeDesc_t const range{bytes, ptr};
-  nvtxMemRegionsRegisterBatch_t batch{};
-  batch.extCompatID             = NVTX_EXT_COMPATID_MEM;
-  batch.structSize              = sizeof(batch);
-  batch.regionType              = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-  batch.heap                    = NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE;
-  batch.regionCount             = 1;
-  batch.regionDescElementSize   = sizeof(range);
-  batch.regionDescElements      = &range;
-  batch.regionHandleElementsOut = nullptr;  // regions are referred to by pointer
-  nvtxMemRegionsRegister(nvtx_domain(), &batch);
-}
-
-/** @brief Tells NVTX tools that the allocation at `ptr` is gone. nullptr: nothing. */
-inline void nvtx_unregister_region(void const* ptr) noexcept
-{
-  if (ptr == nullptr) { return; }
-  nvtxMemRegionRef_t ref{};
-  ref.pointer = ptr;
-  nvtxMemRegionsUnregisterBatch_t batch{};
-  batch.extCompatID    = NVTX_EXT_COMPATID_MEM;
-  batch.structSize     = sizeof(batch);
-  batch.refType        = NVTX_MEM_REGION_REF_TYPE_POINTER;
-  batch.refCount       = 1;
-  batch.refElementSize = sizeof(ref);
-  batch.refElements    = &ref;
-  nvtxMemRegionsUnregister(nvtx_domain(), &batch);
+  nvtxMemRegionNameDesc_t desc{};
+  desc.regionRefType  = NVTX_MEM_REGION_REF_TYPE_POINTER;
+  desc.nameType       = NVTX_MESSAGE_TYPE_ASCII;
+  desc.region.pointer = ptr;
+  desc.name.ascii     = name;
+  nvtxMemRegionsNameBatch_t batch{};
+  batch.extCompatID       = NVTX_EXT_COMPATID_MEM;
+  batch.structSize        = sizeof(batch);
+  batch.regionCount       = 1;
+  batch.regionElementSize = sizeof(desc);
+  batch.regionElements    = &desc;
+  nvtxMemRegionsName(nvtx_domain(), &batch);
 }
 
 }  // namespace nvtx_on
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
 
 #else  // NVTX compiled out: the same names, doing nothing
 
 /// Gives the classes that annotate other symbol names when NVTX is off; see the file comment.
 #define RMM_NEXT_NVTX_ABI [[gnu::abi_tag("rmm_next_nvtx_off")]]
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = false;
@@ -181,11 +175,9 @@ class nvtx_range {
   ~nvtx_range() {}  // NOLINT(modernize-use-equals-default): non-trivial, so never "unused"
 };
 
-inline void nvtx_register_region(void const* /*ptr*/, std::size_t /*bytes*/) noexcept {}
-
-inline void nvtx_unregister_region(void const* /*ptr*/) noexcept {}
+inline void nvtx_name_region(void const* /*ptr*/, char const* /*name*/) noexcept {}
 
 }  // namespace nvtx_off
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
 
 #endif

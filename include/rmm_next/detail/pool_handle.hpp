@@ -6,20 +6,26 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief What a pool hands out: the one thing that sets the three async resources apart. */
 enum class memory_kind { device, managed, pinned };
@@ -36,6 +42,22 @@ constexpr char const* resource_name(memory_kind kind) noexcept
 
 inline constexpr std::uint64_t keep_all_threshold = UINT64_MAX;
 
+/**
+ * @brief What tools call the allocations of a resource (see `nvtx_name_region`): its class, device
+ * and pool, "async_device_resource dev 0 pool 0x7f3a2c000b40", or without the pool where that
+ * would exceed the 49 printable ASCII characters compute-sanitizer accepts.
+ */
+inline std::array<char, 50> allocation_name(memory_kind kind, int device, cudaMemPool_t pool)
+{
+  std::array<char, 50> name{};
+  int const n = std::snprintf(name.data(), name.size(), "%s dev %d pool %p", resource_name(kind),
+                              device, static_cast<void*>(pool));
+  if (n < 0 || static_cast<std::size_t>(n) >= name.size()) {
+    std::snprintf(name.data(), name.size(), "%s dev %d", resource_name(kind), device);
+  }
+  return name;
+}
+
 inline std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr)
 {
   std::uint64_t value{};
@@ -48,23 +70,55 @@ inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::ui
   RMM_NEXT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attr, &value));
 }
 
+/** @brief True when kernels on `device` may read and write `pool`'s memory (`cudaMemPoolGetAccess`;
+ * a failed query, cleared, says no). */
+inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
+{
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  location.id   = device;
+  cudaMemAccessFlags flags{};
+  if (cudaMemPoolGetAccess(&flags, pool, &location) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return flags == cudaMemAccessFlagsProtReadWrite;
+}
+
+/**
+ * @brief Destroys a pool the resource created. Memory still allocated from it, or frees not yet
+ * executed, make the driver release the pool's memory once they are gone (`cudaMemPoolDestroy`
+ * returns at once).
+ */
+struct pool_destroyer {
+  void operator()(cudaMemPool_t pool) const noexcept
+  {
+    if (cudaError_t const s = cudaMemPoolDestroy(pool); s != cudaSuccess) {
+      report_release_failure(s, "cudaMemPoolDestroy");
+    }
+  }
+};
+
+/** @brief Ownership of a pool the resource created, from `cudaMemPoolCreate` on. */
+using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_destroyer>;
+
 /**
  * @brief What the copies of one resource share: the pool (destroyed with the last copy when the
  * resource created it) and the stream on which `allocate_sync` works.
  */
 class pool_state {
  public:
-  pool_state(cudaMemPool_t pool, int device, bool owned) : pool_{pool}, owned_{owned}
+  /** @brief `owner` owns `pool` when the resource created it, else is empty. */
+  pool_state(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner)
+    : pool_{pool},
+      owner_{std::move(owner)},
+      allocation_name_{detail::allocation_name(kind, device, pool)}
   {
     // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
-    // for the legacy default stream nor for any other stream's work.
-    try {
-      device_guard guard{device};
-      RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    } catch (...) {
-      release_pool();
-      throw;
-    }
+    // for the legacy default stream nor for any other stream's work. If this throws, `owner_`
+    // destroys the pool.
+    device_guard guard{device};
+    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     watch_runtime_teardown();
   }
 
@@ -73,29 +127,41 @@ class pool_state {
 
   ~pool_state()
   {
-    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    if (runtime_unloading().load(std::memory_order_relaxed)) {
+      (void)owner_.release();  // the runtime is going: no CUDA call any more
+      return;
+    }
     if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
       report_release_failure(s, "cudaStreamDestroy");
     }
-    release_pool();
+    // owner_ destroys an owned pool after this.
   }
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
 
- private:
-  void release_pool() noexcept
+  /** @brief What tools call the pool's allocations (`allocation_name`). */
+  [[nodiscard]] char const* allocation_name() const noexcept { return allocation_name_.data(); }
+
+  /**
+   * @brief True when kernels on `device` may read and write the pool's memory
+   * (`cudaMemPoolGetAccess`). A positive answer is kept for devices below 64; access is taken
+   * back only by the pool's owner, never while the resource hands out its memory.
+   */
+  [[nodiscard]] bool accessible_from(int device) noexcept
   {
-    if (!owned_) { return; }
-    // Memory still allocated from the pool, or frees not yet executed, make the driver release
-    // the pool's memory once they are gone (cudaMemPoolDestroy returns at once).
-    if (cudaError_t const s = cudaMemPoolDestroy(pool_); s != cudaSuccess) {
-      report_release_failure(s, "cudaMemPoolDestroy");
-    }
+    std::uint64_t const bit = device < 64 ? std::uint64_t{1} << device : 0;
+    if ((accessible_.load(std::memory_order_relaxed) & bit) != 0) { return true; }
+    if (!has_read_write_access(pool_, device)) { return false; }
+    accessible_.fetch_or(bit, std::memory_order_relaxed);
+    return true;
   }
 
+ private:
   cudaMemPool_t pool_;
-  bool owned_;
+  owned_pool owner_;
   cudaStream_t stream_{};
+  std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
+  std::array<char, 50> allocation_name_;
 };
 
 /** @brief A pool chosen for a resource: the handle and its shared state. */
@@ -103,6 +169,11 @@ struct pool_binding {
   cudaMemPool_t pool{};
   int device{};
   std::shared_ptr<pool_state> state;
+  bool check_streams{false};  ///< whether `allocate` checks the stream's device
+  /// The driver's current or default pool, shared with others: the release-threshold rule
+  /// (`adopt_release_threshold`) applies, once nothing can fail any more.
+  bool adopted{false};
+  std::optional<std::size_t> release_threshold{};  ///< the caller's threshold for `adopted`
 };
 
 [[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
@@ -159,6 +230,44 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
   int const id = device ? checked_device(*device, count) : current_device();
+  check_support(kind, id);
+  return id;
+}
+
+/**
+ * @brief The device a resource viewing the caller's `pool` works for. A device pool belongs to
+ * the device whose kernels use it without a grant: it is found among the devices with read-write
+ * access (`cudaMemPoolGetAccess`), not taken from whichever device is current. A device the
+ * caller names must have that access; when several devices have it (peer access granted), the
+ * caller must name one. Other kinds of pool: as `resolve_device`.
+ */
+inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::optional<int> device)
+{
+  if (kind != memory_kind::device || pool == nullptr) { return resolve_device(kind, device); }
+  int count{};
+  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
+    throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
+  }
+  if (device) { checked_device(*device, count); }
+  std::vector<int> users;
+  std::string listed;
+  for (int d = 0; d < count; ++d) {
+    if (has_read_write_access(pool, d)) {
+      listed += (users.empty() ? "" : ", ") + std::to_string(d);
+      users.push_back(d);
+    }
+  }
+  std::string const who = std::string{"rmm_next::"} + resource_name(kind) + ": ";
+  if (device && std::find(users.begin(), users.end(), *device) == users.end()) {
+    throw logic_error{who + "the viewed pool is not accessible from device " +
+                      std::to_string(*device) + "; name the device the pool belongs to"};
+  }
+  if (!device && users.size() > 1) {
+    throw logic_error{who + "the viewed pool is accessible from devices " + listed +
+                      ", so its own device cannot be told; name it: " + resource_name(kind) +
+                      "{pool, device}"};
+  }
+  int const id = device ? *device : users.empty() ? current_device() : users.front();
   check_support(kind, id);
   return id;
 }
@@ -236,9 +345,12 @@ inline void adopt_release_threshold(cudaMemPool_t pool, std::optional<std::size_
   }
 }
 
-inline pool_binding bind(cudaMemPool_t pool, int device, bool owned)
+/** @brief Binds `pool`; `owner` owns it when the resource created it (and destroys it if this
+ * throws). */
+inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner = {})
 {
-  return pool_binding{pool, device, std::make_shared<pool_state>(pool, device, owned)};
+  return pool_binding{
+    pool, device, std::make_shared<pool_state>(kind, pool, device, std::move(owner))};
 }
 
 inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts);
@@ -282,9 +394,10 @@ pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
     return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
   }
 #endif
-  cudaMemPool_t const pool = driver_pool(kind, device, src);
-  adopt_release_threshold(pool, src.release_threshold);
-  return bind(pool, device, false);
+  pool_binding binding      = bind(kind, driver_pool(kind, device, src), device);
+  binding.adopted           = true;
+  binding.release_threshold = src.release_threshold;
+  return binding;
 }
 
 /** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
@@ -294,7 +407,7 @@ inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t poo
     throw logic_error{std::string{"rmm_next::"} + resource_name(kind) +
                       ": the cudaMemPool_t to view is null"};
   }
-  return bind(pool, device, false);
+  return bind(kind, pool, device);
 }
 
 /** @brief Creates a pool from `opts` that the resource owns. */
@@ -357,8 +470,8 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     }
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
   }
-  // From here the state owns the pool and destroys it if anything below throws.
-  pool_binding binding = bind(pool, device, true);
+  // From here the pool is owned, and destroyed if anything below throws.
+  pool_binding binding = bind(kind, pool, device, owned_pool{pool});
   set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold,
                      opts.release_threshold.value_or(keep_all_threshold));
   if (opts.initial_pool_size && *opts.initial_pool_size > 0) {
@@ -378,4 +491,4 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
   return binding;
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

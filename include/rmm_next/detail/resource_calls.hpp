@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -17,7 +18,7 @@
  * resources through these, so they work with resources written for either CCCL.
  */
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 template <class R>
 concept has_stream_allocate = requires(R& r, cuda::stream_ref s, void* p, std::size_t n) {
@@ -92,4 +93,4 @@ void sync_deallocate(R& r, void* ptr, std::size_t bytes, std::size_t alignment) 
   }
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

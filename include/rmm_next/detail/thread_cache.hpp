@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -27,7 +28,7 @@
  * threads flush a thread's cache, and the thread-local table of caches.
  */
 
-namespace rmm_next::detail {
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 // ---- Size classes ---------------------------------------------------------------------------
 
@@ -439,4 +440,4 @@ inline thread_cache* local_cache(std::shared_ptr<cache_registry> const& registry
   return &this_thread_caches().find_or_add(registry);
 }
 
-}  // namespace rmm_next::detail
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -1,0 +1,358 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// The fake CUDA runtime of fake_cuda_runtime.hpp: definitions of the runtime functions the async
+// resources call, which take the place of libcudart's in the program that links this file, the
+// driver entry points they look up (contexts stand for devices), and an operator new that can be
+// told to fail once, right after a pool was created.
+
+#include "fake_cuda_runtime.hpp"
+
+#include <cuda.h>  // types only
+#include <cuda_runtime_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <tuple>
+
+namespace rmm_next::test::fake_cuda {
+namespace {
+
+bool fail_next_new = false;
+
+std::map<std::tuple<int, int, int>, cudaMemPool_t>& driver_pools()
+{
+  static std::map<std::tuple<int, int, int>, cudaMemPool_t> pools;
+  return pools;
+}
+
+/** @brief The error the next call of `name` was told to return, once; cudaSuccess otherwise. */
+cudaError_t injected(char const* name)
+{
+  auto& failures = fake().fail_next;
+  auto const it  = failures.find(name);
+  if (it == failures.end()) { return cudaSuccess; }
+  cudaError_t const status = it->second;
+  failures.erase(it);
+  return status;
+}
+
+bool valid_device(int device) { return device >= 0 && device < fake().device_count; }
+
+stream_record const* stream_of(cudaStream_t stream)
+{
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    return nullptr;
+  }
+  return reinterpret_cast<stream_record const*>(stream);
+}
+
+cudaMemPool_t add_pool(cudaMemLocation location, cudaMemAllocationType type, bool by_library)
+{
+  auto record                = std::make_unique<pool_record>();
+  record->location           = location;
+  record->type               = type;
+  record->created_by_library = by_library;
+  auto* const handle         = reinterpret_cast<cudaMemPool_t>(record.get());
+  fake().pools.push_back(std::move(record));
+  return handle;
+}
+
+cudaMemPool_t driver_pool(cudaMemLocation const* location, cudaMemAllocationType type, int which)
+{
+  auto const key = std::make_tuple(static_cast<int>(location->type) * 2 + which, location->id,
+                                   static_cast<int>(type));
+  auto& pools    = driver_pools();
+  auto const it  = pools.find(key);
+  if (it != pools.end()) { return it->second; }
+  return pools[key] = add_pool(*location, type, false);
+}
+
+// ---- Driver entry points: the context of device d is the address d + 1 ------------------------
+
+CUresult ctx_get_current(CUcontext* context)
+{
+  *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(fake().current_device + 1));
+  return CUDA_SUCCESS;
+}
+
+CUresult ctx_set_current(CUcontext context)
+{
+  if (context != nullptr) {
+    fake().current_device = static_cast<int>(reinterpret_cast<std::uintptr_t>(context)) - 1;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult ctx_get_device(CUdevice* device)
+{
+  *device = fake().current_device;
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_get_device(CUstream stream, CUdevice* device)
+{
+  stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
+  *device                = s != nullptr ? s->device : fake().current_device;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+state& fake()
+{
+  static state s;
+  return s;
+}
+
+void reset(int device_count)
+{
+  driver_pools().clear();
+  fake()              = state{};
+  fake().device_count = device_count;
+  fail_next_new       = false;
+}
+
+cudaMemPool_t make_pool(cudaMemLocation location, cudaMemAllocationType type)
+{
+  return add_pool(location, type, false);
+}
+
+pool_record& record(cudaMemPool_t pool) { return *reinterpret_cast<pool_record*>(pool); }
+
+cudaStream_t make_stream(int device)
+{
+  auto record    = std::make_unique<stream_record>();
+  record->device = device;
+  auto* handle   = reinterpret_cast<cudaStream_t>(record.get());
+  fake().streams.push_back(std::move(record));
+  return handle;
+}
+
+int pools_created()
+{
+  int n = 0;
+  for (auto const& p : fake().pools) {
+    n += p->created_by_library ? 1 : 0;
+  }
+  return n;
+}
+
+int pools_destroyed()
+{
+  int n = 0;
+  for (auto const& p : fake().pools) {
+    n += p->created_by_library && p->destroyed ? 1 : 0;
+  }
+  return n;
+}
+
+cudaMemPool_t current_pool(cudaMemLocation location, cudaMemAllocationType type)
+{
+  return driver_pool(&location, type, 0);
+}
+
+}  // namespace rmm_next::test::fake_cuda
+
+namespace fc = rmm_next::test::fake_cuda;
+
+// ---- The runtime ------------------------------------------------------------------------------
+
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
+
+cudaError_t cudaGetDeviceCount(int* count)
+{
+  *count = fc::fake().device_count;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device)
+{
+  *device = fc::fake().current_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+  if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
+  fc::fake().current_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device)
+{
+  if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
+  *value = attr == cudaDevAttrHostNumaId ? 0 : 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version)
+{
+  *version = 13000;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
+                                             void** function,
+                                             unsigned int /*version*/,
+                                             unsigned long long /*flags*/,
+                                             cudaDriverEntryPointQueryResult* status)
+{
+  static std::map<std::string, void*> const entries{
+    {"cuCtxGetCurrent", reinterpret_cast<void*>(&fc::ctx_get_current)},
+    {"cuCtxSetCurrent", reinterpret_cast<void*>(&fc::ctx_set_current)},
+    {"cuCtxGetDevice", reinterpret_cast<void*>(&fc::ctx_get_device)},
+    {"cuStreamGetDevice", reinterpret_cast<void*>(&fc::stream_get_device)},
+  };
+  auto const it = entries.find(symbol);
+  *function     = it == entries.end() ? nullptr : it->second;
+  if (status != nullptr) {
+    *status = it == entries.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetMemPool(cudaMemPool_t* pool,
+                              cudaMemLocation* location,
+                              cudaMemAllocationType type)
+{
+  *pool = fc::driver_pool(location, type, 0);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* pool,
+                                     cudaMemLocation* location,
+                                     cudaMemAllocationType type)
+{
+  *pool = fc::driver_pool(location, type, 1);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props)
+{
+  if (cudaError_t const s = fc::injected("cudaMemPoolCreate"); s != cudaSuccess) { return s; }
+  *pool = fc::add_pool(props->location, props->allocType, true);
+  if (fc::fake().fail_new_after_pool_create) {
+    fc::fake().fail_new_after_pool_create = false;
+    fc::fail_next_new                     = true;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
+{
+  fc::record(pool).destroyed = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
+{
+  fc::pool_record const& r = fc::record(pool);
+  std::uint64_t v{};
+  switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold: v = r.release_threshold; break;
+    case cudaMemPoolAttrUsedMemCurrent:
+    case cudaMemPoolAttrReservedMemCurrent: v = r.used_bytes; break;
+    default: break;
+  }
+  std::memcpy(value, &v, sizeof(v));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
+{
+  if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) {
+    return s;
+  }
+  if (attr == cudaMemPoolAttrReleaseThreshold) {
+    std::uint64_t v{};
+    std::memcpy(&v, value, sizeof(v));
+    fc::record(pool).release_threshold = v;
+    fc::fake().threshold_sets.emplace_back(pool, v);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, cudaMemAccessDesc const* descs, size_t count)
+{
+  for (size_t i = 0; i < count; ++i) {
+    if (!fc::valid_device(descs[i].location.id)) { return cudaErrorInvalidDevice; }
+    fc::record(pool).access[descs[i].location.id] = descs[i].flags;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAccess(cudaMemAccessFlags* flags,
+                                 cudaMemPool_t pool,
+                                 cudaMemLocation* location)
+{
+  if (!fc::valid_device(location->id)) { return cudaErrorInvalidDevice; }
+  fc::pool_record const& r = fc::record(pool);
+  if (r.location.type == cudaMemLocationTypeDevice && r.location.id == location->id) {
+    *flags = cudaMemAccessFlagsProtReadWrite;
+  } else {
+    auto const it = r.access.find(location->id);
+    *flags        = it == r.access.end() ? cudaMemAccessFlagsProtNone : it->second;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int /*flags*/)
+{
+  if (cudaError_t const s = fc::injected("cudaStreamCreateWithFlags"); s != cudaSuccess) {
+    return s;
+  }
+  *stream = fc::make_stream(fc::fake().current_device);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+  reinterpret_cast<fc::stream_record*>(stream)->destroyed = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return fc::injected("cudaStreamSynchronize"); }
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
+{
+  *status = cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t)
+{
+  if (cudaError_t const s = fc::injected("cudaMallocFromPoolAsync"); s != cudaSuccess) {
+    return s;
+  }
+  *ptr = reinterpret_cast<void*>(fc::fake().next_address);
+  fc::fake().next_address += (size + 255) / 256 * 256 + 256;
+  fc::record(pool).used_bytes += size;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeAsync(void*, cudaStream_t) { return fc::injected("cudaFreeAsync"); }
+
+// ---- operator new, failing once when told to ------------------------------------------------
+// The replacements pair malloc with free, as the library's own do; GCC cannot tell once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(std::size_t bytes)
+{
+  if (fc::fail_next_new) {
+    fc::fail_next_new = false;
+    throw std::bad_alloc{};
+  }
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) { return p; }
+  throw std::bad_alloc{};
+}
+
+void operator delete(void* ptr) noexcept { std::free(ptr); }
+void operator delete(void* ptr, std::size_t) noexcept { std::free(ptr); }
