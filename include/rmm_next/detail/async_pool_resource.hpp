@@ -316,6 +316,9 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
     } else {
       id = resolve_device(Derived::kind, device);
     }
+    // The runtime calls below make the current device's context on a thread that has none:
+    // with `id` current, that is `id`'s, never device 0's.
+    device_guard const on_device{id};
     pool_binding binding = acquire_pool(Derived::kind, id, source);
     if constexpr (Derived::kind == memory_kind::pinned) {
       grant_device_access(binding.pool, accessible_devices);
@@ -361,6 +364,9 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
    */
   void check_stream_device(cudaStream_t stream) const
   {
+    // A stream being captured refuses the device query, and the refusal invalidates the capture:
+    // captured allocations are not checked.
+    if (!stream_is_eager(stream)) { return; }
     int const on = stream_device(stream);
     if (on < 0 || on == device_) { return; }
     if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
