@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -45,7 +46,16 @@ inline constexpr std::size_t min_bytes          = 256;
 inline constexpr std::size_t max_bytes          = std::size_t{64} << 10;
 inline constexpr std::size_t streams_per_thread = 4;
 inline constexpr std::size_t sequence_length    = std::size_t{1} << 14;  // a power of two
-inline constexpr std::size_t warm_up_pairs      = 4096;  // per thread, before the timed loop
+/** @brief Untimed pairs per thread before the timed loop: RMM_NEXT_BENCH_WARM_UP_PAIRS, default 4096. */
+inline std::size_t warm_up_pairs()
+{
+  static std::size_t const pairs = [] {
+    char const* env = std::getenv("RMM_NEXT_BENCH_WARM_UP_PAIRS");
+    long long const n = env != nullptr ? std::atoll(env) : -1;
+    return n >= 0 ? static_cast<std::size_t>(n) : std::size_t{4096};
+  }();
+  return pairs;
+}
 
 /** @brief How the threads use streams. */
 enum class layout {
@@ -161,9 +171,9 @@ void run(benchmark::State& state, Peer* peer, layout l)
         synchronize();
       }
     };
-    // Warm-up, not timed: 4096 pairs, so that every peer (a thread cache, an arena, a driver
+    // Warm-up, not timed (warm_up_pairs()), so that every peer (a thread cache, an arena, a driver
     // pool) holds what the timed loop will ask for. Steady-state throughput is what is measured.
-    for (std::size_t i = 0; i < warm_up_pairs; ++i) {
+    for (std::size_t i = 0; i < warm_up_pairs(); ++i) {
       pair();
     }
     for (auto _ : state) {
