@@ -90,6 +90,7 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 template <bool DetectCapture>
 struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture>> {
   static constexpr char const* name = DetectCapture ? "thread_cache" : "thread_cache_no_capture";
+  static constexpr bool caches      = true;  // a longer warm-up (mixed::warm_up_pairs)
   using adaptor = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
 
   adaptor cache;

@@ -61,6 +61,7 @@ struct counted_peer : mixed::resource_calls<Derived> {
 
 struct arena_peer : counted_peer<arena_peer, rmm::mr::arena_memory_resource> {
   static constexpr char const* name = "rmm_arena";
+  static constexpr bool caches      = true;  // a longer warm-up (mixed::warm_up_pairs)
 
   static arena_peer* instance()
   {

@@ -46,13 +46,21 @@ inline constexpr std::size_t min_bytes          = 256;
 inline constexpr std::size_t max_bytes          = std::size_t{64} << 10;
 inline constexpr std::size_t streams_per_thread = 4;
 inline constexpr std::size_t sequence_length    = std::size_t{1} << 14;  // a power of two
-/** @brief Untimed pairs per thread before the timed loop: RMM_NEXT_BENCH_WARM_UP_PAIRS, default 4096. */
-inline std::size_t warm_up_pairs()
+/**
+ * @brief Untimed pairs per thread before the timed loop: RMM_NEXT_BENCH_WARM_UP_PAIRS, else 4096,
+ * and 65536 for peers that cache blocks themselves (`Peer::caches`: a thread cache, an arena),
+ * whose misses at 16 threads each cost a driver call serialized across the threads until their
+ * caches hold what the pattern asks for.
+ */
+template <class Peer>
+std::size_t warm_up_pairs()
 {
   static std::size_t const pairs = [] {
-    char const* env = std::getenv("RMM_NEXT_BENCH_WARM_UP_PAIRS");
+    char const* env   = std::getenv("RMM_NEXT_BENCH_WARM_UP_PAIRS");
     long long const n = env != nullptr ? std::atoll(env) : -1;
-    return n >= 0 ? static_cast<std::size_t>(n) : std::size_t{4096};
+    if (n >= 0) { return static_cast<std::size_t>(n); }
+    if constexpr (requires { Peer::caches; }) { return std::size_t{65536}; }
+    return std::size_t{4096};
   }();
   return pairs;
 }
@@ -171,9 +179,9 @@ void run(benchmark::State& state, Peer* peer, layout l)
         synchronize();
       }
     };
-    // Warm-up, not timed (warm_up_pairs()), so that every peer (a thread cache, an arena, a driver
+    // Warm-up, not timed (warm_up_pairs), so that every peer (a thread cache, an arena, a driver
     // pool) holds what the timed loop will ask for. Steady-state throughput is what is measured.
-    for (std::size_t i = 0; i < warm_up_pairs(); ++i) {
+    for (std::size_t i = 0; i < warm_up_pairs<Peer>(); ++i) {
       pair();
     }
     for (auto _ : state) {
