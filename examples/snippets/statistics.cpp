@@ -41,15 +41,7 @@ class memory {
 
 namespace {
 
-int failures = 0;
-
-void expect(bool ok, char const* what)
-{
-  if (!ok) {
-    std::printf("FAILED: %s\n", what);
-    ++failures;
-  }
-}
+using rmm_next_test::expect;
 
 void counting(cudaStream_t stream)
 {
@@ -121,7 +113,7 @@ int main()
     std::printf("stream teardown failed\n");
     return 1;
   }
-  if (failures != 0) { return 1; }
+  if (rmm_next_test::failures() != 0) { return 1; }
   std::printf("snippets: all ran\n");
   return 0;
 }

@@ -18,15 +18,7 @@
 
 namespace {
 
-int failures = 0;
-
-void expect(bool ok, char const* what)
-{
-  if (!ok) {
-    std::printf("FAILED: %s\n", what);
-    ++failures;
-  }
-}
+using rmm_next_test::expect;
 
 void adaptor(cudaStream_t stream)
 {
@@ -87,6 +79,6 @@ int main()
   process_wide(stream);
   (void)cudaStreamSynchronize(stream);
   (void)cudaStreamDestroy(stream);
-  if (failures == 0) { std::printf("thread_cache snippets: all checks passed\n"); }
-  return failures == 0 ? 0 : 1;
+  if (rmm_next_test::failures() == 0) { std::printf("thread_cache snippets: all checks passed\n"); }
+  return rmm_next_test::failures() == 0 ? 0 : 1;
 }

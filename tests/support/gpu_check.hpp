@@ -55,4 +55,20 @@ inline int require_devices()
   std::exit(skip_return_code);
 }
 
+/** @brief How many `expect` checks of a program (an example run as a test) have failed. */
+inline int& failures()
+{
+  static int count = 0;
+  return count;
+}
+
+/** @brief Prints "FAILED: <what>" and counts a failure unless `ok`. */
+inline void expect(bool ok, char const* what)
+{
+  if (!ok) {
+    std::printf("FAILED: %s\n", what);
+    ++failures();
+  }
+}
+
 }  // namespace rmm_next_test
