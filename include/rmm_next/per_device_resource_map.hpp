@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+#include <rmm_next/detail/cccl30_members.hpp>
 #include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -255,7 +256,7 @@ class per_device_resource_map {
    * (through the map, as a read would) and every call forwards to it. What `set` and `reset`
    * return for a device that had no ref yet, so that they need not make it.
    */
-  class stand_in {
+  class stand_in : public detail::cccl30_members<stand_in> {
    public:
     stand_in(per_device_resource_map const* map, int device) noexcept : map_{map}, device_{device}
     {
@@ -290,30 +291,9 @@ class per_device_resource_map {
         detail::stream_deallocate(target, stream, ptr, bytes, alignment);
       }
     }
-    // CCCL 3.0 names of the same members.
-    [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment)
-    {
-      return allocate_sync(bytes, alignment);
-    }
-    void deallocate(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
-    {
-      deallocate_sync(ptr, bytes, alignment);
-    }
-    [[nodiscard]] void* allocate_async(std::size_t bytes,
-                                       std::size_t alignment,
-                                       cuda::stream_ref stream)
-      requires detail::stream_ordered_upstream<Ref>
-    {
-      return allocate(stream, bytes, alignment);
-    }
-    void deallocate_async(void* ptr,
-                          std::size_t bytes,
-                          std::size_t alignment,
-                          cuda::stream_ref stream) noexcept
-      requires detail::stream_ordered_upstream<Ref>
-    {
-      deallocate(stream, ptr, bytes, alignment);
-    }
+    /// CCCL 3.0's names of the members above.
+    using detail::cccl30_members<stand_in>::allocate;
+    using detail::cccl30_members<stand_in>::deallocate;
 
     friend bool operator==(stand_in const& lhs, stand_in const& rhs) noexcept
     {

@@ -179,7 +179,7 @@ class thread_cache_state final : public cache_backend {
         "rmm_next::thread_cache_adaptor: max_streams_per_thread is 0; it must be at least 1"};
     }
     std::size_t const classes = o.max_block_size == 0 ? 0 : size_class_of(o.max_block_size) + 1;
-    return {o.max_cached_bytes_per_thread, o.max_block_size, o.max_streams_per_thread, classes};
+    return {o.max_cached_bytes_per_thread, o.max_streams_per_thread, classes};
   }
 };
 

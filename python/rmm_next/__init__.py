@@ -110,8 +110,7 @@ def use_current_pool(device=None):
     ``device=None``: every device. Fails for a device that still has memory allocated through
     rmm-next.
     """
-    lib = _lib.load()
-    _lib.check(lib, lib.rmm_next_use_current_pool(_device(device)), "rmm_next.use_current_pool")
+    _lib.call("use_current_pool", _device(device))
 
 
 def use_owned_pool(device=None, pool=None):
@@ -122,16 +121,12 @@ def use_owned_pool(device=None, pool=None):
         _SIZE_MAX if pool.release_threshold is None else pool.release_threshold,
         pool.maximum_pool_size,
     )
-    lib = _lib.load()
-    status = lib.rmm_next_use_owned_pool(_device(device), ctypes.byref(options))
-    _lib.check(lib, status, "rmm_next.use_owned_pool")
+    _lib.call("use_owned_pool", _device(device), ctypes.byref(options))
 
 
 def use_managed_memory(device=None):
     """Managed memory from each device's current managed pool (CUDA 13)."""
-    lib = _lib.load()
-    status = lib.rmm_next_use_managed_memory(_device(device))
-    _lib.check(lib, status, "rmm_next.use_managed_memory")
+    _lib.call("use_managed_memory", _device(device))
 
 
 def enable_thread_cache(device=None, cache=None):
@@ -146,16 +141,12 @@ def enable_thread_cache(device=None, cache=None):
         cache.max_streams_per_thread,
         0 if cache.detect_capture else 1,
     )
-    lib = _lib.load()
-    status = lib.rmm_next_enable_thread_cache(_device(device), ctypes.byref(options))
-    _lib.check(lib, status, "rmm_next.enable_thread_cache")
+    _lib.call("enable_thread_cache", _device(device), ctypes.byref(options))
 
 
 def disable_thread_cache(device=None):
     """Removes rmm-next's thread cache, returning its blocks to the pool."""
-    lib = _lib.load()
-    status = lib.rmm_next_disable_thread_cache(_device(device))
-    _lib.check(lib, status, "rmm_next.disable_thread_cache")
+    _lib.call("disable_thread_cache", _device(device))
 
 
 def configure(pool=None, thread_cache=None, device=None):
@@ -186,8 +177,7 @@ def configure(pool=None, thread_cache=None, device=None):
 
 def release_unused(device=None):
     """Returns cached blocks, synchronizes and trims the pool (every used device for None)."""
-    lib = _lib.load()
-    _lib.check(lib, lib.rmm_next_release_unused(_device(device)), "rmm_next.release_unused")
+    _lib.call("release_unused", _device(device))
 
 
 def allocate(nbytes, device=None, stream=0):

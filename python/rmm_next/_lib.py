@@ -188,6 +188,12 @@ def check(lib, status, call):
         raise RmmNextError(f"{call}: {last_error(lib)}")
 
 
+def call(name, *args):
+    """Calls the library's `rmm_next_<name>`; raises RmmNextError naming `rmm_next.<name>` on -1."""
+    lib = load()
+    check(lib, getattr(lib, f"rmm_next_{name}")(*args), f"rmm_next.{name}")
+
+
 def allocation_error(lib, size):
     """The exception for an allocation of `size` bytes that returned NULL."""
     message = last_error(lib)

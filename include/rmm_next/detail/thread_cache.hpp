@@ -137,9 +137,8 @@ struct cache_counts {
 /** @brief Limits of every thread's cache (see `thread_cache_options`). */
 struct cache_limits {
   std::size_t max_cached_bytes;
-  std::size_t max_block_size;
   std::size_t max_streams;
-  std::size_t classes;  ///< size classes up to max_block_size
+  std::size_t classes;  ///< size classes up to the largest cached block
 };
 
 // ---- One thread's cache for one adaptor -------------------------------------------------------
