@@ -8,10 +8,13 @@
 // which device and pool a resource ends up with, and which streams it accepts. No GPU needed.
 
 #include "support/fake_cuda_runtime.hpp"
+#include "support/fake_resource.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/per_device_resource_map.hpp>
+#include <rmm_next/resource_ref.hpp>
 #include <rmm_next/pool_options.hpp>
 
 #include <cuda_runtime_api.h>
@@ -181,6 +184,36 @@ TEST_F(Construction, WithOneDeviceNoStreamIsChecked)
   async_device_resource r{pool_options{}, 0};
   fake_cuda::fake().device_count = 2;  // a stream the check would refuse
   r.deallocate(cudaStream_t{}, r.allocate(fake_cuda::make_stream(1), 1024), 1024);
+}
+
+// get_current keeps, per thread, the ref it read last for the current context; a device switch
+// and every set must still be seen at once (in the fake, device d's context is d + 1).
+TEST_F(Construction, GetCurrentFollowsTheCurrentDeviceAndEverySet)
+{
+  using ref = rmm_next::device_async_resource_ref;
+  rmm_next::test::fake_resource initial[2]{rmm_next::test::fake_resource{10},
+                                           rmm_next::test::fake_resource{11}};
+  rmm_next::per_device_resource_map<ref> map{[&](int d) { return ref{initial[d]}; }, 2};
+  EXPECT_TRUE(map.get_current() == ref{initial[0]});
+  EXPECT_TRUE(map.get_current() == ref{initial[0]});  // the kept one
+  fake_cuda::fake().current_device = 1;
+  EXPECT_TRUE(map.get_current() == ref{initial[1]});
+
+  rmm_next::test::fake_resource other{12};
+  (void)map.set(1, ref{other});
+  EXPECT_TRUE(map.get_current() == ref{other});
+  (void)map.set(0, ref{other});  // another device's set: what device 1 reads is unchanged
+  EXPECT_TRUE(map.get_current() == ref{other});
+  (void)map.reset(1);
+  EXPECT_TRUE(map.get_current() == ref{initial[1]});
+
+  // A second map of the same ref type shares the thread's entry, never its refs.
+  rmm_next::per_device_resource_map<ref> mirrored{[&](int d) { return ref{initial[1 - d]}; }, 2};
+  EXPECT_TRUE(mirrored.get_current() == ref{initial[0]});
+  EXPECT_TRUE(map.get_current() == ref{initial[1]});
+  fake_cuda::fake().current_device = 0;
+  EXPECT_TRUE(mirrored.get_current() == ref{initial[1]});
+  EXPECT_TRUE(map.get_current() == ref{other});
 }
 
 }  // namespace

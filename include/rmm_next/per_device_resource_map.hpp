@@ -96,7 +96,7 @@ inline std::uint64_t next_map_id() noexcept
  *   factory, are serialized by a mutex. Reads and writes meet in a Left-Right scheme: each device
  *   has two copies of its ref, readers copy the current one while announcing themselves on
  *   striped counters, and a writer fills the other copy, switches, and waits until no reader
- *   still copies the old one. Each thread also keeps the refs it read last, with the device's
+ *   still copies the old one. Each thread also keeps the refs it read last, with the map's
  *   version: while no `set` or `reset` happened, a read is an atomic load and a copy.
  * - Device count: given at construction, or read with `cudaGetDeviceCount` when first needed. With
  *   the count given, the explicit-device members make no CUDA call except the factory's, so the
@@ -155,14 +155,12 @@ class per_device_resource_map {
    */
   [[nodiscard]] Ref get(int device) const
   {
-    // The path of a thread that read this device before and saw no write since: two loads and
-    // a copy, no read-modify-write.
-    int const count = count_.load(std::memory_order_acquire);
-    if (device >= 0 && device < count) {  // count is -1 until known
-      std::uint64_t const version = devices_[device].version.load(std::memory_order_acquire);
-      cached_ref const& cached    = cache_entry(device);
-      if (cached.holds(this, id_, device, version)) { return cached.ref(); }
-    }
+    // The path of a thread that read this device before and saw no write since: two loads, two
+    // comparisons and a copy, no read-modify-write. Only valid devices are ever cached, so a hit
+    // also proves `device` in range.
+    std::uint64_t const version = version_.load(std::memory_order_acquire);
+    cached_ref const& cached    = cache_entry(device);
+    if (cached.holds(id_, device, version)) { return cached.ref(); }
     return read(device);
   }
 
@@ -172,7 +170,26 @@ class per_device_resource_map {
    * exists: about 10 ns, where `cudaGetDevice` costs 30 to 40 ns.
    * @throws cuda_error if no usable driver or device exists.
    */
-  [[nodiscard]] Ref get_current() const { return get(detail::current_device_fast()); }
+  [[nodiscard]] Ref get_current() const
+  {
+    // A thread keeps the ref it read last for its current context: while the context and the
+    // map's version stay the same, the read is one driver call, an atomic load and a copy.
+    CUcontext const context     = detail::current_context_or_null();
+    std::uint64_t const version = version_.load(std::memory_order_acquire);
+    current_ref& cached         = current_entry();
+    if (context != nullptr && cached.context == context && cached.version == version &&
+        cached.entry.map_id == id_) {
+      return cached.entry.ref();
+    }
+    int const device = detail::current_device_fast();
+    Ref ref          = get(device);  // reads the version again: at least as new as `version`
+    if (context != nullptr) {
+      cached.entry.store(id_, device, version, ref);
+      cached.context = context;
+      cached.version = version;
+    }
+    return ref;
+  }
 
   /**
    * @brief Makes `ref` the ref of `device`. The caller keeps its resource alive while the map
@@ -243,7 +260,6 @@ class per_device_resource_map {
 
   /** @brief What the map keeps per device: constant in size. */
   struct alignas(64) device_state {
-    std::atomic<std::uint64_t> version{0};   ///< bumped by every publication
     std::atomic<int> active{-1};             ///< the copy readers read; -1: none yet
     std::optional<Ref> copies[2];            ///< Left-Right: the current ref and a spare
     std::atomic<node const*> made{nullptr};  ///< `initial` once the factory made it
@@ -316,41 +332,47 @@ class per_device_resource_map {
    * array needs no initializer or destructor call (refs own nothing).
    */
   struct cached_ref {
-    per_device_resource_map const* map;
-    std::uint64_t map_id;
+    std::uint64_t map_id;  ///< 0: empty (maps are numbered from 1)
     std::uint64_t version;
     int device;
-    bool engaged;
     alignas(Ref) unsigned char storage[sizeof(Ref)];
 
-    [[nodiscard]] bool holds(per_device_resource_map const* m,
-                             std::uint64_t id,
-                             int d,
-                             std::uint64_t v) const noexcept
+    [[nodiscard]] bool holds(std::uint64_t id, int d, std::uint64_t v) const noexcept
     {
-      return engaged && map == m && map_id == id && device == d && version == v;
+      return map_id == id && device == d && version == v;
     }
     [[nodiscard]] Ref const& ref() const noexcept
     {
       return *std::launder(reinterpret_cast<Ref const*>(storage));
     }
-    void store(
-      per_device_resource_map const* m, std::uint64_t id, int d, std::uint64_t v, Ref const& r)
+    void store(std::uint64_t id, int d, std::uint64_t v, Ref const& r)
     {
-      if (engaged) {
+      if (map_id != 0) {
         std::destroy_at(std::launder(reinterpret_cast<Ref*>(storage)));
-        engaged = false;
+        map_id = 0;
       }
       ::new (static_cast<void*>(storage)) Ref(r);
-      map     = m;
       map_id  = id;
       device  = d;
       version = v;
-      engaged = true;
     }
   };
 
   static constexpr std::size_t cache_entries = 8;
+
+  /** @brief A ref a thread read through `get_current`, with the context it was read in. */
+  struct current_ref {
+    cached_ref entry;  ///< its `version` is unused: `version` below is the one checked
+    CUcontext context;
+    std::uint64_t version;
+  };
+
+  /** @brief This thread's `get_current` entry (one per `Ref` type, shared by the maps). */
+  static current_ref& current_entry() noexcept
+  {
+    thread_local current_ref entry;
+    return entry;
+  }
 
   /** @brief This thread's cache entry for `device` of this map. */
   cached_ref& cache_entry(int device) const noexcept
@@ -367,7 +389,7 @@ class per_device_resource_map {
   {
     check_device(device);
     device_state const& state = devices_[device];
-    std::uint64_t version     = state.version.load(std::memory_order_acquire);
+    std::uint64_t version     = version_.load(std::memory_order_acquire);
     std::optional<Ref> ref;
     {
       auto const token = readers_.arrive();
@@ -379,11 +401,11 @@ class per_device_resource_map {
     if (!ref) {
       std::lock_guard lock{write_mutex_};
       ref.emplace(current_locked(device));
-      version = state.version.load(std::memory_order_relaxed);
+      version = version_.load(std::memory_order_relaxed);
     }
     // `version` was read before the copy: the ref is at least as new, and a newer one makes the
     // next read miss again.
-    cache_entry(device).store(this, id_, device, version, *ref);
+    cache_entry(device).store(id_, device, version, *ref);
     return *std::move(ref);
   }
 
@@ -401,7 +423,7 @@ class per_device_resource_map {
       state.copies[next].emplace(*ref);
     }
     state.active.store(next, std::memory_order_seq_cst);
-    state.version.fetch_add(1, std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_release);
     readers_.wait_for_readers();
   }
 
@@ -522,8 +544,10 @@ class per_device_resource_map {
     publish(device, state.initial ? &state.initial->ref : nullptr);
   }
 
-  std::uint64_t const id_{detail::next_map_id()};
-  std::function<node(int)> make_initial_;
+  // What every read loads, on a cache line of its own: written only by `set` and `reset`.
+  alignas(64) std::uint64_t const id_{detail::next_map_id()};
+  mutable std::atomic<std::uint64_t> version_{0};  ///< bumped by every publication, any device
+  alignas(64) std::function<node(int)> make_initial_;
   mutable std::mutex write_mutex_;
   mutable detail::reader_indicators readers_;
   // Made lazily, by readers too, hence mutable: written under write_mutex_ and published to

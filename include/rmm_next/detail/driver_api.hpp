@@ -99,6 +99,18 @@ inline bool stream_is_eager(cudaStream_t stream) noexcept
 }
 
 /**
+ * @brief The calling thread's current context (`cuCtxGetCurrent`, about 10 ns), or null when it
+ * has none or no driver can say.
+ */
+inline CUcontext current_context_or_null() noexcept
+{
+  auto const fn = driver().ctx_get_current;
+  CUcontext context{};
+  if (fn == nullptr || fn(&context) != CUDA_SUCCESS) { return nullptr; }
+  return context;
+}
+
+/**
  * @brief The current device, read from the thread's current context (`cuCtxGetCurrent`, cached
  * per thread from context to device) instead of `cudaGetDevice`: about 10 ns instead of 30 to
  * 40 ns. Follows `cudaSetDevice` and `cuCtxSetCurrent`. Falls back to `cudaGetDevice` when the
