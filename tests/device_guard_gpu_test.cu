@@ -52,6 +52,14 @@ TEST(DeviceGuard, TouchingOnlyDeviceOneLeavesDeviceZeroWithoutAContext)
     { rmm_next::detail::device_guard guard{1}; }
     EXPECT_FALSE(primary_context_active(0)) << "after a device_guard for device 1";
   }}.join();
+  std::thread{[] {  // again fresh: an owned pool on device 1, made and destroyed
+    {
+      rmm_next::async_device_resource owned{rmm_next::pool_options{}, 1};
+      EXPECT_EQ(owned.device(), 1);
+      EXPECT_FALSE(primary_context_active(0)) << "after making an owned pool on device 1";
+    }
+    EXPECT_FALSE(primary_context_active(0)) << "after destroying an owned pool on device 1";
+  }}.join();
   EXPECT_TRUE(primary_context_active(1));
   EXPECT_FALSE(primary_context_active(0));
 }

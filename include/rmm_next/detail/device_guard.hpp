@@ -60,15 +60,18 @@ class device_guard {
  private:
   cudaError_t enter(int device) noexcept
   {
-    int now{-1};
-    if (cudaError_t const s = cudaGetDevice(&now); s != cudaSuccess) { return s; }
-    if (now == device) { return cudaSuccess; }
     driver_api const& api = driver();
     if (api.ctx_get_current == nullptr || api.ctx_set_current == nullptr ||
         api.ctx_get_current(&saved_) != CUDA_SUCCESS) {
-      // No way to give the context back exactly: fall back to nothing but the switch itself.
-      return cudaErrorNotSupported;
+      // No way to give the context back exactly: only a device that is current already will do.
+      int now{-1};
+      if (cudaError_t const s = cudaGetDevice(&now); s != cudaSuccess) { return s; }
+      return now == device ? cudaSuccess : cudaErrorNotSupported;
     }
+    // Judged by the context, not by cudaGetDevice: on a thread whose context was taken away
+    // (as this guard does when it found none), the runtime still names the last device set, and
+    // a call made in that state would make a context of its choosing.
+    if (saved_ != nullptr && current_device_or_none() == device) { return cudaSuccess; }
     if (cudaError_t const s = cudaSetDevice(device); s != cudaSuccess) { return s; }
     switched_ = true;
     return cudaSuccess;
