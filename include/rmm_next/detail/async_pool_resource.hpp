@@ -4,14 +4,23 @@
  */
 #pragma once
 
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_resolution.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/nvtx.hpp>
-#include <rmm_next/detail/pool_handle.hpp>
+#include <rmm_next/detail/pool_acquisition.hpp>
+#include <rmm_next/detail/pool_attributes.hpp>
+#include <rmm_next/detail/pool_location_and_access.hpp>
+#include <rmm_next/detail/pool_state.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -24,15 +33,6 @@
 #include <vector>
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
-
-/** @brief Statistics of a driver pool, read from its attributes. */
-struct pool_statistics {
-  std::uint64_t reserved_bytes;       ///< memory the pool holds from the OS/driver now
-  std::uint64_t reserved_bytes_high;  ///< high watermark of `reserved_bytes`
-  std::uint64_t used_bytes;           ///< memory handed out to allocations now
-  std::uint64_t used_bytes_high;      ///< high watermark of `used_bytes`
-  std::uint64_t release_threshold;    ///< bytes kept across synchronizations
-};
 
 namespace detail {
 

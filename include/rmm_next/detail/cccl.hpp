@@ -7,6 +7,8 @@
 // First: defines LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE before any CCCL include.
 #include <rmm_next/detail/export.hpp>
 
+#include <rmm_next/alignment.hpp>  // default_alignment, used with every allocate member
+
 #include <cuda/std/version>
 
 #include <cuda/memory_resource>
@@ -22,11 +24,3 @@
 #define RMM_NEXT_CCCL_STREAM_ORDERED_MR 0
 #endif
 
-#include <cstddef>
-
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
-
-/** @brief The alignment of every allocation from the async resources (as `cudaMalloc`). */
-inline constexpr std::size_t default_alignment = 256;
-
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

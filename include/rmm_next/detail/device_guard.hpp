@@ -4,9 +4,9 @@
  */
 #pragma once
 
-#include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
