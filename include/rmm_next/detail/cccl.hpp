@@ -24,3 +24,29 @@
 #define RMM_NEXT_CCCL_STREAM_ORDERED_MR 0
 #endif
 
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
+/** @brief `R` allocates in stream order with `Properties`, as this CCCL spells it
+ * (`cuda::mr::resource_with` on CCCL 3.1 and later). */
+template <class R, class... Properties>
+concept stream_ordered_resource_with = cuda::mr::resource_with<R, Properties...>;
+
+/** @brief `R` allocates synchronously with `Properties`, as this CCCL spells it
+ * (`cuda::mr::synchronous_resource_with` on CCCL 3.1 and later). */
+template <class R, class... Properties>
+concept synchronous_resource_with = cuda::mr::synchronous_resource_with<R, Properties...>;
+#else
+/** @brief `R` allocates in stream order with `Properties`, as this CCCL spells it
+ * (`cuda::mr::async_resource_with` before CCCL 3.1). */
+template <class R, class... Properties>
+concept stream_ordered_resource_with = cuda::mr::async_resource_with<R, Properties...>;
+
+/** @brief `R` allocates synchronously with `Properties`, as this CCCL spells it
+ * (`cuda::mr::resource_with` before CCCL 3.1). */
+template <class R, class... Properties>
+concept synchronous_resource_with = cuda::mr::resource_with<R, Properties...>;
+#endif
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+
