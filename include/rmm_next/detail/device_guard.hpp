@@ -33,7 +33,7 @@ class device_guard {
   explicit device_guard(int device)
   {
     if (cudaError_t const s = enter(device); s != cudaSuccess) {
-      throw_cuda_error(s, "cudaSetDevice", "rmm_next::device_guard");
+      throw_cuda_error(s, "cudaSetDevice", "device_guard");
     }
   }
 

@@ -6,11 +6,13 @@
 
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 /**
  * @file
@@ -40,21 +42,24 @@ inline int current_device()
 }
 
 /**
- * @brief Checks that `device` is in [0, `count`); throws `std::out_of_range` naming the id and
- * the count otherwise.
+ * @brief Checks that `device` is in [0, `count`); throws `std::out_of_range` naming `what` (the
+ * user's call), the id and the count otherwise.
  */
-inline int checked_device(int device, int count)
+inline int checked_device(int device, int count, std::string_view what)
 {
   if (device < 0 || device >= count) {
-    throw std::out_of_range{"rmm_next: device id " + std::to_string(device) +
-                            " is out of range: " + std::to_string(count) +
-                            " CUDA device(s) are visible"};
+    throw_error<std::out_of_range>(what, "device id " + std::to_string(device) +
+                                           " is out of range: " + std::to_string(count) +
+                                           " CUDA device(s) are visible");
   }
   return device;
 }
 
 /** @brief Checks that `device` names a visible device (see the overload above). */
-inline int checked_device(int device) { return checked_device(device, device_count()); }
+inline int checked_device(int device, std::string_view what)
+{
+  return checked_device(device, device_count(), what);
+}
 
 /** @brief An integer device attribute. */
 inline int device_attribute(cudaDeviceAttr attr, int device)

@@ -34,7 +34,7 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
-  int const id = device ? checked_device(*device, count) : current_device();
+  int const id = device ? checked_device(*device, count, resource_name(kind)) : current_device();
   check_support(kind, id);
   return id;
 }
@@ -53,7 +53,7 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
-  if (device) { checked_device(*device, count); }
+  if (device) { checked_device(*device, count, resource_name(kind)); }
   std::vector<int> users;
   std::string listed;
   for (int d = 0; d < count; ++d) {
@@ -62,15 +62,16 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
       users.push_back(d);
     }
   }
-  std::string const who = std::string{"rmm_next::"} + resource_name(kind) + ": ";
   if (device && std::find(users.begin(), users.end(), *device) == users.end()) {
-    throw logic_error{who + "the viewed pool is not accessible from device " +
-                      std::to_string(*device) + "; name the device the pool belongs to"};
+    throw_error<logic_error>(resource_name(kind), "the viewed pool is not accessible from device " +
+                                                    std::to_string(*device) +
+                                                    "; name the device the pool belongs to");
   }
   if (!device && users.size() > 1) {
-    throw logic_error{who + "the viewed pool is accessible from devices " + listed +
-                      ", so its own device cannot be told; name it: " + resource_name(kind) +
-                      "{pool, device}"};
+    throw_error<logic_error>(resource_name(kind), "the viewed pool is accessible from devices " +
+                                                    listed +
+                                                    ", so its own device cannot be told; name it: " +
+                                                    resource_name(kind) + "{pool, device}");
   }
   int const id = device ? *device : users.empty() ? current_device() : users.front();
   check_support(kind, id);

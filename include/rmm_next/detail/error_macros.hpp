@@ -20,7 +20,8 @@
 
 /**
  * @brief Throws `rmm_next::logic_error` (or the exception type given as third argument) with
- * "rmm_next::" + `msg` when `cond` is false; `msg` reads "<what>: <what happened>".
+ * "rmm_next::" + `msg` when `cond` is false; `msg` reads "<what>: <what happened>", the scheme of
+ * `detail::error_message`.
  */
 #define RMM_NEXT_EXPECTS(...)                                                               \
   RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)( \
@@ -36,13 +37,13 @@
 
 /**
  * @brief Calls a CUDA runtime function; on failure clears the sticky error and throws
- * `rmm_next::cuda_error` naming the call and the error (not rmm-next's source location, which
- * says nothing to the user).
+ * `rmm_next::cuda_error` ("rmm_next::cuda_error: <call> returned <error> (<description>)"), naming
+ * the call and the error, not rmm-next's source location, which says nothing to the user.
  */
 #define RMM_NEXT_CUDA_TRY(call)                                                         \
   do {                                                                                  \
     cudaError_t const rmm_next_status_ = (call);                                        \
     if (rmm_next_status_ != cudaSuccess) {                                              \
-      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "rmm_next");        \
+      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "cuda_error");      \
     }                                                                                   \
   } while (0)

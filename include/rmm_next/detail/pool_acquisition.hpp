@@ -10,6 +10,7 @@
 #include <rmm_next/detail/pool_creation.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
 
@@ -75,8 +76,7 @@ pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
 inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t pool)
 {
   if (pool == nullptr) {
-    throw logic_error{std::string{"rmm_next::"} + resource_name(kind) +
-                      ": the cudaMemPool_t to view is null"};
+    throw_error<logic_error>(resource_name(kind), "the cudaMemPool_t to view is null");
   }
   return bind(kind, pool, device);
 }

@@ -35,9 +35,11 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
 {
   if (opts.maximum_pool_size && opts.initial_pool_size &&
       *opts.initial_pool_size > *opts.maximum_pool_size) {
-    throw logic_error{std::string{"rmm_next::"} + resource_name(kind) + ": initial_pool_size (" +
-                      std::to_string(*opts.initial_pool_size) + " bytes) exceeds " +
-                      "maximum_pool_size (" + std::to_string(*opts.maximum_pool_size) + " bytes)"};
+    throw_error<logic_error>(resource_name(kind), "initial_pool_size (" +
+                                                    std::to_string(*opts.initial_pool_size) +
+                                                    " bytes) exceeds maximum_pool_size (" +
+                                                    std::to_string(*opts.maximum_pool_size) +
+                                                    " bytes)");
   }
   if (opts.export_handle_type != allocation_handle_type::none) {
     int const supported = device_attribute(cudaDevAttrMemoryPoolSupportedHandleTypes, device);
@@ -68,20 +70,20 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
   if (cudaError_t const s = cudaMemPoolCreate(&pool, &props); s != cudaSuccess) {
     if (kind == memory_kind::managed && opts.maximum_pool_size && s == cudaErrorInvalidValue) {
       (void)cudaGetLastError();
-      throw not_supported{std::string{"rmm_next::"} + resource_name(kind) +
-                            ": maximum_pool_size needs a driver that bounds managed pools; "
-                            "cudaMemPoolCreate with maxSize " +
-                            std::to_string(*opts.maximum_pool_size) + " on device " +
-                            std::to_string(device) + " returned " + cudaGetErrorName(s),
-                          s};
+      throw_error<not_supported>(resource_name(kind),
+                                 "maximum_pool_size needs a driver that bounds managed pools; "
+                                 "cudaMemPoolCreate with maxSize " +
+                                   std::to_string(*opts.maximum_pool_size) + " on device " +
+                                   std::to_string(device) + " returned " + cudaGetErrorName(s),
+                                 s);
     }
     if (opts.hardware_decompress && (s == cudaErrorNotSupported || s == cudaErrorInvalidValue)) {
       (void)cudaGetLastError();
-      throw not_supported{std::string{"rmm_next::"} + resource_name(kind) +
-                            ": hardware-decompress pools need a device with a decompression "
-                            "engine; cudaMemPoolCreate on device " + std::to_string(device) +
-                            " returned " + cudaGetErrorName(s),
-                          s};
+      throw_error<not_supported>(resource_name(kind),
+                                 "hardware-decompress pools need a device with a decompression "
+                                 "engine; cudaMemPoolCreate on device " +
+                                   std::to_string(device) + " returned " + cudaGetErrorName(s),
+                                 s);
     }
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
   }
@@ -95,10 +97,10 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, *opts.initial_pool_size, pool, stream);
         s != cudaSuccess) {
       (void)cudaGetLastError();
-      throw out_of_memory{std::string{"rmm_next::out_of_memory: "} + resource_name(kind) +
-                          " could not reserve initial_pool_size of " +
-                          std::to_string(*opts.initial_pool_size) + " bytes on device " +
-                          std::to_string(device) + " (" + cudaGetErrorName(s) + ")"};
+      throw_error<out_of_memory>(resource_name(kind),
+                                 "out_of_memory: could not reserve initial_pool_size of " +
+                                   std::to_string(*opts.initial_pool_size) + " bytes on device " +
+                                   std::to_string(device) + " (" + cudaGetErrorName(s) + ")");
     }
     RMM_NEXT_CUDA_TRY(cudaFreeAsync(ptr, stream));
     RMM_NEXT_CUDA_TRY(cudaStreamSynchronize(stream));

@@ -68,7 +68,9 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
 {
   std::vector<int> ids;
   if (devices != nullptr) {
-    for (int const d : *devices) { ids.push_back(checked_device(d)); }
+    for (int const d : *devices) {
+      ids.push_back(checked_device(d, resource_name(memory_kind::pinned)));
+    }
   } else {
     int const count = device_count();
     for (int d = 0; d < count; ++d) {

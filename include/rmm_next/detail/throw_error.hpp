@@ -10,14 +10,35 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 
 /**
  * @file
- * @brief How rmm-next raises errors: the typed exception for a failed CUDA call, with the reason
- * when no driver or device is usable.
+ * @brief How rmm-next raises errors: one message scheme, `rmm_next::<what>: <what happened>`, where
+ * `what` names the class or function the user called (never an internal header or line), and the
+ * typed exception for a failed CUDA call, with the reason when no driver or device is usable.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/** @brief "rmm_next::<what>: <happened>", the text of every rmm-next error. */
+inline std::string error_message(std::string_view what, std::string_view happened)
+{
+  std::string msg{"rmm_next::"};
+  msg.append(what).append(": ").append(happened);
+  return msg;
+}
+
+/**
+ * @brief Throws `Exception{error_message(what, happened), args...}`: the one way rmm-next raises
+ * an error other than a failed CUDA call (`throw_cuda_error`).
+ */
+template <class Exception, class... Args>
+[[noreturn]] void throw_error(std::string_view what, std::string_view happened, Args&&... args)
+{
+  throw Exception{error_message(what, happened), std::forward<Args>(args)...};
+}
 
 /**
  * @brief True for the errors after which the CUDA context is lost ("sticky"): every later call
@@ -66,17 +87,19 @@ inline std::string no_usable_device_reason(cudaError_t status)
 }
 
 /**
- * @brief Clears the runtime's last error and throws the typed error for `status`.
+ * @brief Clears the runtime's last error and throws the typed error for `status`, in the scheme
+ * of `error_message`: `what` is the user's call, `call` the CUDA function that failed.
  *
  * For `cudaErrorInsufficientDriver` and `cudaErrorNoDevice` the message says whether the driver
  * is missing, too old, or no device is visible; `cudaErrorNotSupported` is thrown as
  * `not_supported`.
  */
-[[noreturn]] inline void throw_cuda_error(cudaError_t status, char const* call, char const* where)
+[[noreturn]] inline void throw_cuda_error(cudaError_t status, char const* call, std::string_view what)
 {
   (void)cudaGetLastError();  // never leave the error sticky
-  std::string msg = std::string{"CUDA error at "} + where + ": " + call + " returned " +
-                    cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+  std::string msg = error_message(what, std::string{call} + " returned " +
+                                          cudaGetErrorName(status) + " (" +
+                                          cudaGetErrorString(status) + ")");
   if (std::string const reason = no_usable_device_reason(status); !reason.empty()) {
     msg += "; no usable CUDA driver or device: " + reason;
   }
