@@ -84,11 +84,7 @@ class limited_resource {
   std::shared_ptr<std::size_t> last_alignment_;
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::synchronous_resource_with<limited_resource, cuda::mr::host_accessible>);
-#else
-static_assert(cuda::mr::resource_with<limited_resource, cuda::mr::host_accessible>);
-#endif
+static_assert(rmm_next::detail::synchronous_resource_with<limited_resource, cuda::mr::host_accessible>);
 
 struct alignas(256) over_aligned_for_new {
   unsigned char bytes[256];

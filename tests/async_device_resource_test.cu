@@ -3,11 +3,11 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// GPU tests of async_device_resource: the shared matrix (support/resource_test_matrix.hpp) and
+// GPU tests of async_device_resource: the shared matrix (async_resource_tests.hpp) and
 // what only device pools have: IPC export, hardware decompression, cudaMemSetMemPool, and the
 // release of an owned pool's device memory with its last copy.
 
-#include "support/resource_test_matrix.hpp"
+#include "async_resource_tests.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>

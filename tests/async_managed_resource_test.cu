@@ -3,14 +3,14 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// GPU tests of async_managed_resource: the shared matrix (support/resource_test_matrix.hpp) and
+// GPU tests of async_managed_resource: the shared matrix (async_resource_tests.hpp) and
 // what only managed pools have: the managed current/default pools and preferred locations.
 //
 // Managed memory is never requested beyond what the device has free: a program that asks for
 // more can hang the GPU. The one oversized request of the matrix (1 PiB) must fail at
 // allocation; were it accepted, it is freed untouched and the test fails.
 
-#include "support/resource_test_matrix.hpp"
+#include "async_resource_tests.hpp"
 
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/error.hpp>

@@ -3,10 +3,10 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// GPU tests of async_pinned_resource: the shared matrix (support/resource_test_matrix.hpp) and
+// GPU tests of async_pinned_resource: the shared matrix (async_resource_tests.hpp) and
 // what only pinned host pools have: the host's current/default pools and device access grants.
 
-#include "support/resource_test_matrix.hpp"
+#include "async_resource_tests.hpp"
 
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/error.hpp>

@@ -200,7 +200,7 @@ TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
     std::string const what = e.what();
     EXPECT_EQ(e.resource_device(), 0);
     EXPECT_EQ(e.stream_device(), 1);
-    EXPECT_NE(what.find("rmm_next::device_mismatch: async_device_resource::allocate"),
+    EXPECT_NE(what.find("rmm_next::async_device_resource::allocate: device_mismatch: "),
               std::string::npos)
       << what;
     EXPECT_NE(what.find("stream of device 1"), std::string::npos) << what;

@@ -2,7 +2,9 @@
  * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
  * SPDX-License-Identifier: Apache-2.0
  */
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/error_macros.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 
 #include <gtest/gtest.h>
@@ -87,7 +89,7 @@ bool names_a_source_line(std::string const& what)
 
 TEST(ErrorMessages, NameTheCallNotAnInternalHeaderAndLine)
 {
-  // A CUDA failure inside rmm-next: the message names the CUDA call, not detail/cuda_check.hpp.
+  // A CUDA failure inside rmm-next: the message names the CUDA call, not an rmm-next header and line.
   try {
     (void)rmm_next::detail::device_attribute(cudaDevAttrMemoryPoolsSupported, -1);
     FAIL() << "no exception for device -1";

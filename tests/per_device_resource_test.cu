@@ -7,7 +7,7 @@
 // devices. Tests that need two devices skip when fewer are visible.
 
 #include <rmm_next/async_device_resource.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 

@@ -13,7 +13,7 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>

@@ -137,11 +137,8 @@ class recording_resource {
   std::shared_ptr<std::vector<event>> log_;
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::resource_with<recording_resource, cuda::mr::device_accessible>);
-#else
-static_assert(cuda::mr::async_resource_with<recording_resource, cuda::mr::device_accessible>);
-#endif
+static_assert(
+  rmm_next::detail::stream_ordered_resource_with<recording_resource, cuda::mr::device_accessible>);
 
 class ThrustAllocator : public ::testing::Test {
  protected:

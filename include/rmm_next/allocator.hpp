@@ -18,20 +18,6 @@
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
-namespace detail {
-
-/** @brief A resource with synchronous allocation: `synchronous_resource` (CCCL 3.1+) or CCCL
- * 3.0's `resource`. */
-template <class Resource>
-concept synchronous_memory_resource =
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-  cuda::mr::synchronous_resource<Resource>;
-#else
-  cuda::mr::resource<Resource>;
-#endif
-
-}  // namespace detail
-
 /**
  * @brief A standard allocator that allocates from a copy of a concrete resource, with no type
  * erasure.
@@ -57,7 +43,7 @@ concept synchronous_memory_resource =
  * @tparam Resource A copyable, host-accessible synchronous memory resource.
  */
 template <class T, class Resource>
-requires detail::synchronous_memory_resource<Resource>
+requires detail::synchronous_resource_with<Resource>
 class allocator : public detail::allocator_base<T> {
   static_assert(cuda::has_property<Resource, cuda::mr::host_accessible>,
                 "rmm_next::allocator<T, Resource>: Resource is not host_accessible, but standard "

@@ -45,20 +45,11 @@ class async_managed_resource : public detail::async_pool_resource<async_managed_
   }
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::resource_with<async_managed_resource,
-                                      cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<async_managed_resource,
-                                                  cuda::mr::device_accessible,
-                                                  cuda::mr::host_accessible>);
-#else
-static_assert(cuda::mr::async_resource_with<async_managed_resource,
-                                            cuda::mr::device_accessible,
-                                            cuda::mr::host_accessible>);
-static_assert(cuda::mr::resource_with<async_managed_resource,
-                                      cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
-#endif
+static_assert(detail::stream_ordered_resource_with<async_managed_resource,
+                                                   cuda::mr::device_accessible,
+                                                   cuda::mr::host_accessible>);
+static_assert(detail::synchronous_resource_with<async_managed_resource,
+                                                cuda::mr::device_accessible,
+                                                cuda::mr::host_accessible>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -68,20 +68,11 @@ class async_pinned_resource : public detail::async_pool_resource<async_pinned_re
   }
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::resource_with<async_pinned_resource,
-                                      cuda::mr::host_accessible,
-                                      cuda::mr::device_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<async_pinned_resource,
-                                                  cuda::mr::host_accessible,
-                                                  cuda::mr::device_accessible>);
-#else
-static_assert(cuda::mr::async_resource_with<async_pinned_resource,
-                                            cuda::mr::host_accessible,
-                                            cuda::mr::device_accessible>);
-static_assert(cuda::mr::resource_with<async_pinned_resource,
-                                      cuda::mr::host_accessible,
-                                      cuda::mr::device_accessible>);
-#endif
+static_assert(detail::stream_ordered_resource_with<async_pinned_resource,
+                                                   cuda::mr::host_accessible,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<async_pinned_resource,
+                                                cuda::mr::host_accessible,
+                                                cuda::mr::device_accessible>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

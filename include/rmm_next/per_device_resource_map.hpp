@@ -7,8 +7,9 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/cccl30_members.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/reader_indicators.hpp>
 #include <rmm_next/detail/resource_calls.hpp>

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -231,10 +232,10 @@ class resource_context {
       conditional_t<std::is_signed_v<std::underlying_type_t<Tag>>, long long, unsigned long long>;
     auto const value = static_cast<wide>(kind);
     if (std::cmp_less(value, 0) || std::cmp_greater_equal(value, kind_count)) {
-      throw std::out_of_range{"rmm_next::resource_context: allocation kind " +
-                              std::to_string(value) + " is out of range [0, " +
+      detail::throw_error<std::out_of_range>(
+        "resource_context", "allocation kind " + std::to_string(value) + " is out of range [0, " +
                               std::to_string(kind_count) + "): the context serves " +
-                              std::to_string(kind_count) + " kind(s)"};
+                              std::to_string(kind_count) + " kind(s)");
     }
     return static_cast<std::size_t>(value);
   }

@@ -11,9 +11,11 @@
  * @brief Everything rmm-next offers, in one include.
  */
 
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/error_macros.hpp>  // RMM_NEXT_CUDA_TRY, RMM_NEXT_EXPECTS
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/pool_statistics.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/version.hpp>
 

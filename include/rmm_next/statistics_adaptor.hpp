@@ -6,9 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
-#include <rmm_next/async_device_resource.hpp>
-#include <rmm_next/async_managed_resource.hpp>
-#include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cccl30_members.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -221,40 +219,9 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   std::shared_ptr<detail::allocation_counters> counters_;
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(
-  cuda::mr::resource_with<statistics_adaptor<async_device_resource>, cuda::mr::device_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<statistics_adaptor<async_device_resource>,
-                                                  cuda::mr::device_accessible>);
-static_assert(cuda::mr::resource_with<statistics_adaptor<async_managed_resource>,
-                                      cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
-static_assert(cuda::mr::resource_with<statistics_adaptor<async_pinned_resource>,
-                                      cuda::mr::device_accessible,
-                                      cuda::mr::host_accessible>);
-static_assert(cuda::mr::resource_with<statistics_adaptor<device_async_resource_ref>,
-                                      cuda::mr::device_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<statistics_adaptor<device_resource_ref>,
-                                                  cuda::mr::device_accessible>);
-static_assert(!cuda::mr::resource<statistics_adaptor<device_resource_ref>>);
-#else
-static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_device_resource>,
-                                            cuda::mr::device_accessible>);
-static_assert(
-  cuda::mr::resource_with<statistics_adaptor<async_device_resource>, cuda::mr::device_accessible>);
-static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_managed_resource>,
-                                            cuda::mr::device_accessible,
-                                            cuda::mr::host_accessible>);
-static_assert(cuda::mr::async_resource_with<statistics_adaptor<async_pinned_resource>,
-                                            cuda::mr::device_accessible,
-                                            cuda::mr::host_accessible>);
-static_assert(cuda::mr::async_resource_with<statistics_adaptor<device_async_resource_ref>,
-                                            cuda::mr::device_accessible>);
-static_assert(
-  cuda::mr::resource_with<statistics_adaptor<device_resource_ref>, cuda::mr::device_accessible>);
-static_assert(!cuda::mr::async_resource<statistics_adaptor<device_resource_ref>>);
-#endif
-static_assert(
-  !cuda::has_property<statistics_adaptor<async_device_resource>, cuda::mr::host_accessible>);
+static_assert(detail::stream_ordered_resource_with<statistics_adaptor<device_async_resource_ref>,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<statistics_adaptor<device_resource_ref>,
+                                                cuda::mr::device_accessible>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -10,7 +10,7 @@
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cccl30_members.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>

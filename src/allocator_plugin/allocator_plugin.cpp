@@ -13,6 +13,7 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -61,7 +62,7 @@ R guarded(R on_failure, F&& f) noexcept
   } catch (std::exception const& e) {
     set_last_error(e.what());
   } catch (...) {
-    set_last_error("rmm_next: an unknown exception was caught at the C interface");
+    set_last_error("rmm_next::allocator_plugin: an unknown exception was caught at the C interface");
   }
   return on_failure;
 }
@@ -72,7 +73,7 @@ int query_device_count()
 {
   int count{};
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    detail::throw_cuda_error(s, "cudaGetDeviceCount", "rmm_next allocator plugin");
+    detail::throw_cuda_error(s, "cudaGetDeviceCount", "allocator_plugin");
   }
   return count;
 }
@@ -92,13 +93,14 @@ class plugin_state {
   {
     if (device == -1) {
       if (cudaError_t const s = cudaGetDevice(&device); s != cudaSuccess) {
-        detail::throw_cuda_error(s, "cudaGetDevice", "rmm_next allocator plugin");
+        detail::throw_cuda_error(s, "cudaGetDevice", "allocator_plugin");
       }
     }
     if (device < 0 || device >= device_count) {
-      throw std::out_of_range{"rmm_next: device " + std::to_string(device) +
+      detail::throw_error<std::out_of_range>(
+        "allocator_plugin", "device " + std::to_string(device) +
                               " is not a visible device (count " + std::to_string(device_count) +
-                              "); pass an id in [0, count) or -1"};
+                              "); pass an id in [0, count) or -1");
     }
     return device;
   }
@@ -110,7 +112,7 @@ class plugin_state {
     if (!s.touched.load(std::memory_order_acquire)) {
       std::lock_guard lock{s.mutex};
       if (!s.touched.load(std::memory_order_relaxed)) {
-        s.apply(device, default_choice(), live_bytes(device), "rmm_next allocator plugin");
+        s.apply(device, default_choice(), live_bytes(device), "the default choice");
         s.touched.store(true, std::memory_order_release);
       }
     }
@@ -276,12 +278,13 @@ RMM_NEXT_EXPORT int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t
 {
   return guarded(-1, [&] {
     if (free_bytes == nullptr || total_bytes == nullptr) {
-      throw std::invalid_argument{"rmm_next_mem_get_info: null output pointer"};
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_mem_get_info was given a null output pointer");
     }
     device = state().resolve(device);
     rmm_next::detail::device_guard const on_device{device};
     if (cudaError_t const s = cudaMemGetInfo(free_bytes, total_bytes); s != cudaSuccess) {
-      rmm_next::detail::throw_cuda_error(s, "cudaMemGetInfo", "rmm_next_mem_get_info");
+      rmm_next::detail::throw_cuda_error(s, "cudaMemGetInfo", "allocator_plugin");
     }
     return 0;
   });
@@ -362,7 +365,7 @@ RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
       if (auto* cache = s.cache()) { cache->flush(); }
       rmm_next::detail::device_guard const on_device{d};
       if (cudaError_t const e = cudaDeviceSynchronize(); e != cudaSuccess) {
-        rmm_next::detail::throw_cuda_error(e, "cudaDeviceSynchronize", "rmm_next_release_unused");
+        rmm_next::detail::throw_cuda_error(e, "cudaDeviceSynchronize", "allocator_plugin");
       }
       if (cudaMemPool_t const pool = s.pool(d); pool != nullptr) {
         (void)cudaMemPoolTrimTo(pool, 0);
@@ -455,9 +458,9 @@ RMM_NEXT_EXPORT void rmm_next_cupy_free(void* /*param*/, void* ptr, int /*device
     if (ptr == nullptr) { return 0; }
     auto const record = state().table.take(ptr);
     if (!record) {
-      throw std::invalid_argument{
-        "rmm_next_cupy_free: the pointer was not allocated by rmm_next_cupy_malloc; it is not "
-        "freed"};
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_cupy_free was given a pointer not allocated by "
+                            "rmm_next_cupy_malloc; it is not freed");
     }
     rmm_next::plugin::deallocate(source::cupy, ptr, record->bytes, record->device, record->stream);
     return 0;
@@ -502,7 +505,8 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
 {
   return guarded(-1, [&] {
     if (out == nullptr) {
-      throw std::invalid_argument{"rmm_next_get_statistics: null output pointer"};
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_get_statistics was given a null output pointer");
     }
     auto& st = state();
     device   = st.resolve(device);

@@ -8,6 +8,7 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -81,10 +82,11 @@ class device_slot {
   {
     if (choice.kind) {
       if (live_bytes != 0) {
-        throw std::logic_error{std::string{call} + ": device " + std::to_string(device) +
-                               " still has " + std::to_string(live_bytes) +
-                               " bytes allocated through rmm-next; free them before changing its "
-                               "resource"};
+        detail::throw_error<std::logic_error>(
+          "allocator_plugin", std::string{call} + ": device " + std::to_string(device) +
+                                " still has " + std::to_string(live_bytes) +
+                                " bytes allocated through rmm-next; free them before changing its "
+                                "resource");
       }
       bool const had_cache                     = cache_in_place(device);
       thread_cache_options const cache_options = cache_options_;

@@ -17,7 +17,7 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
-#include <rmm_next/detail/pool_handle.hpp>
+#include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
 

@@ -20,10 +20,6 @@ target_link_libraries(rmm_next_nvtx_injection PRIVATE CUDA::nvtx3)
 rmm_next_enable_warnings(rmm_next_nvtx_injection)
 
 set(nvtx_injection_env "NVTX_INJECTION64_PATH=$<TARGET_FILE:rmm_next_nvtx_injection>")
-set(nvtx_gpu_env ${nvtx_injection_env})
-if(RMM_NEXT_REQUIRE_GPU)
-  list(APPEND nvtx_gpu_env RMM_NEXT_REQUIRE_GPU=1)
-endif()
 
 # nvtx_off_tu.cpp shares the program with NVTX off.
 set_source_files_properties(${nvtx_dir}/nvtx_off_tu.cpp PROPERTIES COMPILE_DEFINITIONS
@@ -44,8 +40,7 @@ foreach(program IN ITEMS nvtx_test nvtx_gpu_test)
   add_test(NAME ${program} COMMAND ${program})
 endforeach()
 set_tests_properties(nvtx_test PROPERTIES LABELS cpu ENVIRONMENT "${nvtx_injection_env}")
-set_tests_properties(nvtx_gpu_test PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 ENVIRONMENT
-                                              "${nvtx_gpu_env}")
+rmm_next_gpu_test(nvtx_gpu_test ENVIRONMENT ${nvtx_injection_env})
 
 # compute-sanitizer takes the place of the injection library here: no NVTX_INJECTION64_PATH.
 find_program(RMM_NEXT_COMPUTE_SANITIZER compute-sanitizer
@@ -57,8 +52,4 @@ rmm_next_enable_warnings(nvtx_sanitizer_program)
 add_test(NAME nvtx_compute_sanitizer
          COMMAND bash ${nvtx_dir}/run_sanitizer.sh "${RMM_NEXT_COMPUTE_SANITIZER}"
                  $<TARGET_FILE:nvtx_sanitizer_program>)
-set_tests_properties(nvtx_compute_sanitizer PROPERTIES LABELS gpu SKIP_RETURN_CODE 77
-                                                       RESOURCE_LOCK rmm_next_gpu)
-if(RMM_NEXT_REQUIRE_GPU)
-  set_tests_properties(nvtx_compute_sanitizer PROPERTIES ENVIRONMENT RMM_NEXT_REQUIRE_GPU=1)
-endif()
+rmm_next_gpu_test(nvtx_compute_sanitizer EXCLUSIVE)

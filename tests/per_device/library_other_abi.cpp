@@ -6,7 +6,7 @@
 // RMM_NEXT_ABI_NAMESPACE defined to a key no real version has (tests/per_device/tests.cmake).
 #include "library_other_abi.hpp"
 
-#include <rmm_next/detail/cuda_check.hpp>  // RMM_NEXT_STRINGIFY
+#include <rmm_next/detail/export.hpp>  // RMM_NEXT_STRINGIFY
 #include <rmm_next/per_device_resource.hpp>
 
 per_device_test::other_abi_api const& per_device_test::library_other_abi()

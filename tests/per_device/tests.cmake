@@ -3,15 +3,8 @@
 # Included from tests/CMakeLists.txt: include(per_device/tests.cmake).
 
 set(per_device_dir ${CMAKE_CURRENT_LIST_DIR})
-set(per_device_fail_regex "rmm_next: |terminate called|Assertion|Sanitizer")
+set(per_device_fail_regex "rmm_next::release: |terminate called|Assertion|Sanitizer")
 
-# Marks a test as needing a GPU: exit status 77 means skipped; RMM_NEXT_REQUIRE_GPU makes it fail.
-function(per_device_gpu_test name)
-  set_tests_properties(${name} PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
-  if(RMM_NEXT_REQUIRE_GPU)
-    set_tests_properties(${name} PROPERTIES ENVIRONMENT RMM_NEXT_REQUIRE_GPU=1)
-  endif()
-endfunction()
 
 # Two libraries built as RAPIDS libraries are: hidden visibility, one with g++, one with nvcc. A
 # third stands for a library built against another rmm-next version: its ABI namespace differs.
@@ -37,7 +30,7 @@ rmm_next_enable_warnings(per_device_two_libraries)
 add_test(NAME per_device_two_libraries COMMAND per_device_two_libraries)
 set_tests_properties(per_device_two_libraries PROPERTIES LABELS cpu)
 add_test(NAME per_device_two_libraries_gpu COMMAND per_device_two_libraries --with-device)
-per_device_gpu_test(per_device_two_libraries_gpu)
+rmm_next_gpu_test(per_device_two_libraries_gpu)
 
 # Exiting with resources still set: status 0 and nothing reported.
 add_executable(per_device_exit_cpu ${per_device_dir}/exit_cpu.cpp)
@@ -52,7 +45,7 @@ foreach(program IN ITEMS per_device_exit_cpu per_device_exit_gpu)
     set_tests_properties(${program}.${mode} PROPERTIES FAIL_REGULAR_EXPRESSION
                                                        "${per_device_fail_regex}")
     if(program MATCHES "_gpu$")
-      per_device_gpu_test(${program}.${mode})
+      rmm_next_gpu_test(${program}.${mode})
     else()
       set_tests_properties(${program}.${mode} PROPERTIES LABELS cpu)
     endif()

@@ -17,7 +17,7 @@
 #include "library_other_abi.hpp"
 #include "support/fake_resource.hpp"
 
-#include <rmm_next/detail/cuda_check.hpp>  // RMM_NEXT_STRINGIFY
+#include <rmm_next/detail/export.hpp>  // RMM_NEXT_STRINGIFY
 #include <rmm_next/per_device_resource.hpp>
 
 #include <cstdio>

@@ -105,19 +105,12 @@ class fake_resource {
   std::shared_ptr<counters> counters_;
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(
-  cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<fake_resource,
-                                                  cuda::mr::device_accessible,
-                                                  cuda::mr::host_accessible>);
-#else
-static_assert(cuda::mr::async_resource_with<fake_resource,
-                                            cuda::mr::device_accessible,
-                                            cuda::mr::host_accessible>);
-static_assert(
-  cuda::mr::resource_with<fake_resource, cuda::mr::device_accessible, cuda::mr::host_accessible>);
-#endif
+static_assert(detail::stream_ordered_resource_with<fake_resource,
+                                                   cuda::mr::device_accessible,
+                                                   cuda::mr::host_accessible>);
+static_assert(detail::synchronous_resource_with<fake_resource,
+                                                cuda::mr::device_accessible,
+                                                cuda::mr::host_accessible>);
 
 /** @brief Allocates and frees 64 bytes through `ref`; true when `owner` counted both. */
 template <class Ref>

@@ -9,7 +9,7 @@
 // RMM_NEXT_SKIPPED_LOG (set by the build tree's CTestCustom.cmake), or fail when
 // RMM_NEXT_REQUIRE_GPU=1.
 
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -32,7 +32,7 @@ template <class T>
 constexpr std::size_t array_bytes(std::size_t n)
 {
   static_assert(is_allocatable_alignment<T>,
-                "rmm_next allocators: alignof(T) exceeds the 256 bytes the resources guarantee");
+                "rmm_next::allocator: alignof(T) exceeds the 256 bytes the resources guarantee");
   if (n > max_array_size<T>) { throw std::bad_array_new_length{}; }
   return n * sizeof(T);
 }

@@ -4,14 +4,23 @@
  */
 #pragma once
 
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_resolution.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/nvtx.hpp>
-#include <rmm_next/detail/pool_handle.hpp>
+#include <rmm_next/detail/pool_acquisition.hpp>
+#include <rmm_next/detail/pool_attributes.hpp>
+#include <rmm_next/detail/pool_location_and_access.hpp>
+#include <rmm_next/detail/pool_state.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -24,15 +33,6 @@
 #include <vector>
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
-
-/** @brief Statistics of a driver pool, read from its attributes. */
-struct pool_statistics {
-  std::uint64_t reserved_bytes;       ///< memory the pool holds from the OS/driver now
-  std::uint64_t reserved_bytes_high;  ///< high watermark of `reserved_bytes`
-  std::uint64_t used_bytes;           ///< memory handed out to allocations now
-  std::uint64_t used_bytes_high;      ///< high watermark of `used_bytes`
-  std::uint64_t release_threshold;    ///< bytes kept across synchronizations
-};
 
 namespace detail {
 
@@ -49,9 +49,9 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
 
 [[noreturn]] inline void throw_bad_alignment(memory_kind kind, std::size_t alignment)
 {
-  throw bad_alloc{std::string{"rmm_next::bad_alloc: "} + resource_name(kind) +
-                  ": alignment " + std::to_string(alignment) +
-                  " is not a power of two no greater than " + std::to_string(default_alignment)};
+  throw_error<bad_alloc>(resource_name(kind), "alignment " + std::to_string(alignment) +
+                                                " is not a power of two no greater than " +
+                                                std::to_string(default_alignment));
 }
 
 [[noreturn]] inline void throw_allocation_failure(memory_kind kind,
@@ -70,11 +70,12 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
       cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
       capture != cudaStreamCaptureStatusNone) {
     // Graph memory nodes cannot come from host-located pools.
-    throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": allocating " +
-                          std::to_string(bytes) + " bytes during stream capture needs a device "
-                          "memory pool; the driver cannot capture allocations from this pool (" +
-                          cudaGetErrorName(status) + ")",
-                        status};
+    throw_error<not_supported>(resource_name(kind),
+                               "allocating " + std::to_string(bytes) +
+                                 " bytes during stream capture needs a device memory pool; the "
+                                 "driver cannot capture allocations from this pool (" +
+                                 cudaGetErrorName(status) + ")",
+                               status);
   }
   std::string const where = kind == memory_kind::pinned
                               ? " bytes of pinned host memory (resource device "
@@ -82,12 +83,11 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
   std::string const tail = std::to_string(device) + (kind == memory_kind::pinned ? ")" : "") +
                            " (" + cudaGetErrorName(status) + ": " + cudaGetErrorString(status) +
                            ")";
+  std::string const failed = "failed to allocate " + std::to_string(bytes) + where + tail;
   if (status == cudaErrorMemoryAllocation) {
-    throw out_of_memory{std::string{"rmm_next::out_of_memory: "} + resource_name(kind) +
-                        " failed to allocate " + std::to_string(bytes) + where + tail};
+    throw_error<out_of_memory>(resource_name(kind), "out_of_memory: " + failed);
   }
-  throw bad_alloc{std::string{"rmm_next::bad_alloc: "} + resource_name(kind) +
-                  " failed to allocate " + std::to_string(bytes) + where + tail};
+  throw_error<bad_alloc>(resource_name(kind), failed);
 }
 
 /** @brief Throws `device_mismatch` for a stream of `stream_device` given to a resource of
@@ -100,13 +100,13 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
   std::string const theirs = "device " + std::to_string(stream_device);
   std::string const memory =
     kind == memory_kind::pinned ? "pinned host memory of the resource on " + mine : mine + " memory";
-  throw device_mismatch{std::string{"rmm_next::device_mismatch: "} + resource_name(kind) +
-                          "::allocate was given a stream of " + theirs + ", but " + theirs +
-                          " has no access to the " + memory + "; allocate with a stream of " +
-                          mine + ", or grant " + theirs +
-                          " access to the pool (cudaMemPoolSetAccess)",
-                        resource_device,
-                        stream_device};
+  throw_error<device_mismatch>(std::string{resource_name(kind)} + "::allocate",
+                               "device_mismatch: given a stream of " + theirs + ", but " + theirs +
+                                 " has no access to the " + memory +
+                                 "; allocate with a stream of " + mine + ", or grant " + theirs +
+                                 " access to the pool (cudaMemPoolSetAccess)",
+                               resource_device,
+                               stream_device);
 }
 
 /**

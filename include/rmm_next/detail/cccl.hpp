@@ -7,6 +7,8 @@
 // First: defines LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE before any CCCL include.
 #include <rmm_next/detail/export.hpp>
 
+#include <rmm_next/alignment.hpp>  // default_alignment, used with every allocate member
+
 #include <cuda/std/version>
 
 #include <cuda/memory_resource>
@@ -22,11 +24,29 @@
 #define RMM_NEXT_CCCL_STREAM_ORDERED_MR 0
 #endif
 
-#include <cstddef>
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
+/** @brief `R` allocates in stream order with `Properties`, as this CCCL spells it
+ * (`cuda::mr::resource_with` on CCCL 3.1 and later). */
+template <class R, class... Properties>
+concept stream_ordered_resource_with = cuda::mr::resource_with<R, Properties...>;
 
-/** @brief The alignment of every allocation from the async resources (as `cudaMalloc`). */
-inline constexpr std::size_t default_alignment = 256;
+/** @brief `R` allocates synchronously with `Properties`, as this CCCL spells it
+ * (`cuda::mr::synchronous_resource_with` on CCCL 3.1 and later). */
+template <class R, class... Properties>
+concept synchronous_resource_with = cuda::mr::synchronous_resource_with<R, Properties...>;
+#else
+/** @brief `R` allocates in stream order with `Properties`, as this CCCL spells it
+ * (`cuda::mr::async_resource_with` before CCCL 3.1). */
+template <class R, class... Properties>
+concept stream_ordered_resource_with = cuda::mr::async_resource_with<R, Properties...>;
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+/** @brief `R` allocates synchronously with `Properties`, as this CCCL spells it
+ * (`cuda::mr::resource_with` before CCCL 3.1). */
+template <class R, class... Properties>
+concept synchronous_resource_with = cuda::mr::resource_with<R, Properties...>;
+#endif
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+

@@ -4,9 +4,9 @@
  */
 #pragma once
 
-#include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
@@ -33,7 +33,7 @@ class device_guard {
   explicit device_guard(int device)
   {
     if (cudaError_t const s = enter(device); s != cudaSuccess) {
-      throw_cuda_error(s, "cudaSetDevice", "rmm_next::device_guard");
+      throw_cuda_error(s, "cudaSetDevice", "device_guard");
     }
   }
 

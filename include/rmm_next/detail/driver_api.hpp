@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include <rmm_next/detail/cuda_check.hpp>
+#include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <cuda.h>  // types only: the functions are reached through the runtime, libcuda is not linked

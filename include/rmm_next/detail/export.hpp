@@ -46,3 +46,7 @@
 #define RMM_NEXT_ABI_NAMESPACE_DETAIL(major, minor, cccl) \
   RMM_NEXT_ABI_NAMESPACE_PASTE(major, minor, cccl)
 #define RMM_NEXT_ABI_NAMESPACE_PASTE(major, minor, cccl) v##major##_##minor##_cccl##cccl
+
+/** @brief The tokens of `x` after macro expansion, as a string literal (e.g. the ABI namespace). */
+#define RMM_NEXT_STRINGIFY(x)        RMM_NEXT_STRINGIFY_DETAIL(x)
+#define RMM_NEXT_STRINGIFY_DETAIL(x) #x

@@ -4,7 +4,6 @@
  */
 #pragma once
 
-#include <rmm_next/detail/cuda_check.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 

@@ -20,7 +20,7 @@
 #include <rmm_next/pool_options.hpp>
 #include <rmm_next/resource_ref.hpp>
 
-#include "kernels.cuh"
+#include "support/kernels.cuh"
 
 #include <cuda_runtime_api.h>
 

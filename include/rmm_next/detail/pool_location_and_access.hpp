@@ -1,0 +1,91 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/error_macros.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/memory_kind.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+/**
+ * @file
+ * @brief Where a pool lives (its default location for a kind and device) and which devices' kernels
+ * may use its memory (queries and grants).
+ */
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
+inline cudaMemLocation default_location(memory_kind kind, int device)
+{
+  cudaMemLocation loc{};
+  if (kind != memory_kind::pinned) {
+    loc.type = cudaMemLocationTypeDevice;
+    loc.id   = device;
+    return loc;
+  }
+#if CUDART_VERSION >= 13000
+  loc.type = cudaMemLocationTypeHost;
+  loc.id   = 0;
+#else
+  // Before CUDA 13.0 host pools are made per NUMA node: the node closest to the device.
+  int numa = -1;
+  if (cudaDeviceGetAttribute(&numa, cudaDevAttrHostNumaId, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  loc.type = cudaMemLocationTypeHostNuma;
+  loc.id   = numa < 0 ? 0 : numa;
+#endif
+  return loc;
+}
+
+/** @brief True when kernels on `device` may read and write `pool`'s memory (`cudaMemPoolGetAccess`;
+ * a failed query, cleared, says no). */
+inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
+{
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  location.id   = device;
+  cudaMemAccessFlags flags{};
+  if (cudaMemPoolGetAccess(&flags, pool, &location) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return flags == cudaMemAccessFlagsProtReadWrite;
+}
+
+/**
+ * @brief Grants kernels on `devices` (null: every visible device) read-write access to a
+ * host-located pool, which starts host-only.
+ */
+inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devices)
+{
+  std::vector<int> ids;
+  if (devices != nullptr) {
+    for (int const d : *devices) {
+      ids.push_back(checked_device(d, resource_name(memory_kind::pinned)));
+    }
+  } else {
+    int const count = device_count();
+    for (int d = 0; d < count; ++d) {
+      if (device_attribute(cudaDevAttrMemoryPoolsSupported, d) != 0) { ids.push_back(d); }
+    }
+  }
+  std::vector<cudaMemAccessDesc> descs;
+  for (int const d : ids) {
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id   = d;
+    desc.flags         = cudaMemAccessFlagsProtReadWrite;
+    descs.push_back(desc);
+  }
+  if (!descs.empty()) { RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size())); }
+}
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -1,0 +1,132 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/error_macros.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/detail/pool_location_and_access.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+/**
+ * @file
+ * @brief What the copies of one resource share (`pool_state`: the pool, its ownership, the stream of
+ * `allocate_sync`) and the binding of a chosen pool to it (`pool_binding`, `bind`).
+ */
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/**
+ * @brief Destroys a pool the resource created. Memory still allocated from it, or frees not yet
+ * executed, make the driver release the pool's memory once they are gone (`cudaMemPoolDestroy`
+ * returns at once).
+ */
+struct pool_destroyer {
+  void operator()(cudaMemPool_t pool) const noexcept
+  {
+    if (cudaError_t const s = cudaMemPoolDestroy(pool); s != cudaSuccess) {
+      report_release_failure(s, "cudaMemPoolDestroy");
+    }
+  }
+};
+
+/** @brief Ownership of a pool the resource created, from `cudaMemPoolCreate` on. */
+using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_destroyer>;
+
+/**
+ * @brief What the copies of one resource share: the pool (destroyed with the last copy when the
+ * resource created it) and the stream on which `allocate_sync` works.
+ */
+class pool_state {
+ public:
+  /** @brief `owner` owns `pool` when the resource created it, else is empty. */
+  pool_state(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner)
+    : pool_{pool},
+      owner_{std::move(owner)},
+      allocation_name_{detail::allocation_name(kind, device, pool)}
+  {
+    // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
+    // for the legacy default stream nor for any other stream's work. If this throws, `owner_`
+    // destroys the pool.
+    device_guard guard{device};
+    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    watch_runtime_teardown();
+  }
+
+  pool_state(pool_state const&)            = delete;
+  pool_state& operator=(pool_state const&) = delete;
+
+  ~pool_state()
+  {
+    if (runtime_unloading().load(std::memory_order_relaxed)) {
+      (void)owner_.release();  // the runtime is going: no CUDA call any more
+      return;
+    }
+    if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
+      report_release_failure(s, "cudaStreamDestroy");
+    }
+    // owner_ destroys an owned pool after this.
+  }
+
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+  /** @brief What tools call the pool's allocations (`allocation_name`). */
+  [[nodiscard]] char const* allocation_name() const noexcept { return allocation_name_.data(); }
+
+  /**
+   * @brief True when kernels on `device` may read and write the pool's memory
+   * (`cudaMemPoolGetAccess`). A positive answer is kept for devices below 64; access is taken
+   * back only by the pool's owner, never while the resource hands out its memory.
+   */
+  [[nodiscard]] bool accessible_from(int device) noexcept
+  {
+    std::uint64_t const bit = device < 64 ? std::uint64_t{1} << device : 0;
+    if ((accessible_.load(std::memory_order_relaxed) & bit) != 0) { return true; }
+    if (!has_read_write_access(pool_, device)) { return false; }
+    accessible_.fetch_or(bit, std::memory_order_relaxed);
+    return true;
+  }
+
+ private:
+  cudaMemPool_t pool_;
+  owned_pool owner_;
+  cudaStream_t stream_{};
+  std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
+  std::array<char, 50> allocation_name_;
+};
+
+/** @brief A pool chosen for a resource: the handle and its shared state. */
+struct pool_binding {
+  cudaMemPool_t pool{};
+  int device{};
+  std::shared_ptr<pool_state> state;
+  bool check_streams{false};  ///< whether `allocate` checks the stream's device
+  /// The driver's current or default pool, shared with others: the release-threshold rule
+  /// (`adopt_release_threshold`) applies, once nothing can fail any more.
+  bool adopted{false};
+  std::optional<std::size_t> release_threshold{};  ///< the caller's threshold for `adopted`
+};
+
+/** @brief Binds `pool`; `owner` owns it when the resource created it (and destroys it if this
+ * throws). */
+inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner = {})
+{
+  return pool_binding{
+    pool, device, std::make_shared<pool_state>(kind, pool, device, std::move(owner))};
+}
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
