@@ -176,6 +176,45 @@ struct pool_binding {
   std::optional<std::size_t> release_threshold{};  ///< the caller's threshold for `adopted`
 };
 
+/** @brief The name of `type` as `allocation_handle_type` spells it, "unknown" for a mask. */
+constexpr char const* handle_type_name(allocation_handle_type type) noexcept
+{
+  switch (type) {
+    case allocation_handle_type::none: return "none";
+    case allocation_handle_type::posix_file_descriptor: return "posix_file_descriptor";
+    case allocation_handle_type::win32: return "win32";
+    case allocation_handle_type::win32_kmt: return "win32_kmt";
+    case allocation_handle_type::fabric: return "fabric";
+  }
+  return "unknown";
+}
+
+/** @brief `type` for messages: "fabric (8)", or "mask 9" for a combination of types. */
+inline std::string handle_type_label(allocation_handle_type type)
+{
+  auto const value = std::to_string(static_cast<int>(type));
+  std::string const name{handle_type_name(type)};
+  return name == "unknown" ? "mask " + value : name + " (" + value + ")";
+}
+
+/** @brief True when `type` includes fabric handles. */
+constexpr bool exports_as_fabric(allocation_handle_type type) noexcept
+{
+  return (static_cast<int>(type) & static_cast<int>(allocation_handle_type::fabric)) != 0;
+}
+
+/** @brief What fabric handles need beyond the device attribute, for messages. */
+inline constexpr char const* fabric_requirements =
+  "a driver and system with fabric support (multi-node NVLink) and an IMEX channel the process "
+  "may open (/dev/nvidia-caps-imex-channels)";
+
+/** @brief The statuses with which the driver refuses fabric handles it cannot provide. */
+constexpr bool is_fabric_refusal(cudaError_t status) noexcept
+{
+  return status == cudaErrorNotPermitted || status == cudaErrorNotSupported ||
+         status == cudaErrorInvalidValue;
+}
+
 [[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
 {
   throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": " + what};
@@ -428,7 +467,7 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     int const supported = device_attribute(cudaDevAttrMemoryPoolSupportedHandleTypes, device);
     int const wanted    = static_cast<int>(opts.export_handle_type);
     if ((supported & wanted) != wanted) {
-      throw_not_supported(kind, "export handle type " + std::to_string(wanted) +
+      throw_not_supported(kind, "export handle type " + handle_type_label(opts.export_handle_type) +
                                   " needs device support (cudaDevAttrMemoryPoolSupportedHandleTypes);"
                                   " device " + std::to_string(device) + " supports the mask " +
                                   std::to_string(supported));
@@ -466,6 +505,14 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
                             ": hardware-decompress pools need a device with a decompression "
                             "engine; cudaMemPoolCreate on device " + std::to_string(device) +
                             " returned " + cudaGetErrorName(s),
+                          s};
+    }
+    if (exports_as_fabric(opts.export_handle_type) && is_fabric_refusal(s)) {
+      (void)cudaGetLastError();
+      throw not_supported{std::string{"rmm_next::"} + resource_name(kind) + ": export handle type " +
+                            handle_type_label(opts.export_handle_type) + " needs " +
+                            fabric_requirements + "; cudaMemPoolCreate on device " +
+                            std::to_string(device) + " returned " + cudaGetErrorName(s),
                           s};
     }
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
