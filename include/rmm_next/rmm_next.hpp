@@ -22,6 +22,7 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/ipc.hpp>
 
 #include <rmm_next/allocator.hpp>
 #include <rmm_next/polymorphic_allocator.hpp>

@@ -7,6 +7,7 @@
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/handle_types.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/pool_attributes.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
@@ -45,7 +46,7 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     int const supported = device_attribute(cudaDevAttrMemoryPoolSupportedHandleTypes, device);
     int const wanted    = static_cast<int>(opts.export_handle_type);
     if ((supported & wanted) != wanted) {
-      throw_not_supported(kind, "export handle type " + std::to_string(wanted) +
+      throw_not_supported(kind, "export handle type " + handle_type_label(opts.export_handle_type) +
                                   " needs device support (cudaDevAttrMemoryPoolSupportedHandleTypes);"
                                   " device " + std::to_string(device) + " supports the mask " +
                                   std::to_string(supported));
@@ -82,6 +83,15 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
       throw_error<not_supported>(resource_name(kind),
                                  "hardware-decompress pools need a device with a decompression "
                                  "engine; cudaMemPoolCreate on device " +
+                                   std::to_string(device) + " returned " + cudaGetErrorName(s),
+                                 s);
+    }
+    if (exports_as_fabric(opts.export_handle_type) && is_fabric_refusal(s)) {
+      (void)cudaGetLastError();
+      throw_error<not_supported>(resource_name(kind),
+                                 "export handle type " +
+                                   handle_type_label(opts.export_handle_type) + " needs " +
+                                   fabric_requirements + "; cudaMemPoolCreate on device " +
                                    std::to_string(device) + " returned " + cudaGetErrorName(s),
                                  s);
     }

@@ -57,6 +57,7 @@ class pool_state {
   pool_state(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner)
     : pool_{pool},
       owner_{std::move(owner)},
+      device_{device},
       allocation_name_{detail::allocation_name(kind, device, pool)}
   {
     // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
@@ -76,10 +77,13 @@ class pool_state {
       (void)owner_.release();  // the runtime is going: no CUDA call any more
       return;
     }
+    // On the pool's device: on a thread without a current context, the runtime would otherwise
+    // make device 0's primary context for these calls.
+    device_guard const on_device{device_, std::nothrow};
     if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
       report_release_failure(s, "cudaStreamDestroy");
     }
-    // owner_ destroys an owned pool after this.
+    owner_.reset();  // destroys an owned pool
   }
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
@@ -104,6 +108,7 @@ class pool_state {
  private:
   cudaMemPool_t pool_;
   owned_pool owner_;
+  int device_;  ///< the device the resource works for
   cudaStream_t stream_{};
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
   std::array<char, 50> allocation_name_;

@@ -1,0 +1,61 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/pool_options.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+/**
+ * @file
+ * @brief The export handle types of a pool (`allocation_handle_type`) as messages name them, and
+ * what fabric handles need.
+ */
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/** @brief The name of `type` as `allocation_handle_type` spells it, "unknown" for a mask. */
+constexpr char const* handle_type_name(allocation_handle_type type) noexcept
+{
+  switch (type) {
+    case allocation_handle_type::none: return "none";
+    case allocation_handle_type::posix_file_descriptor: return "posix_file_descriptor";
+    case allocation_handle_type::win32: return "win32";
+    case allocation_handle_type::win32_kmt: return "win32_kmt";
+    case allocation_handle_type::fabric: return "fabric";
+  }
+  return "unknown";
+}
+
+/** @brief `type` for messages: "fabric (8)", or "mask 9" for a combination of types. */
+inline std::string handle_type_label(allocation_handle_type type)
+{
+  auto const value = std::to_string(static_cast<int>(type));
+  std::string const name{handle_type_name(type)};
+  return name == "unknown" ? "mask " + value : name + " (" + value + ")";
+}
+
+/** @brief True when `type` includes fabric handles. */
+constexpr bool exports_as_fabric(allocation_handle_type type) noexcept
+{
+  return (static_cast<int>(type) & static_cast<int>(allocation_handle_type::fabric)) != 0;
+}
+
+/** @brief What fabric handles need beyond the device attribute, for messages. */
+inline constexpr char const* fabric_requirements =
+  "a driver and system with fabric support (multi-node NVLink) and an IMEX channel the process "
+  "may open (/dev/nvidia-caps-imex-channels)";
+
+/** @brief The statuses with which the driver refuses fabric handles it cannot provide. */
+constexpr bool is_fabric_refusal(cudaError_t status) noexcept
+{
+  return status == cudaErrorNotPermitted || status == cudaErrorNotSupported ||
+         status == cudaErrorInvalidValue;
+}
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -1,0 +1,558 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/pool_location_and_access.hpp>
+#include <rmm_next/detail/pool_state.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/detail/unix_socket.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <concepts>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
+
+/**
+ * @file
+ * @brief Sharing pool memory between processes: export a pool once as an OS handle, export each
+ * allocation as a few bytes, import both in the other process (see docs/ipc.md).
+ */
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+
+/**
+ * @brief An exported pool: an owned POSIX file descriptor, or a fabric handle.
+ *
+ * Move-only. A file descriptor is closed with the object (`release()` gives it up); a fabric
+ * handle is plain data that may be copied to another node by any means (`fabric_handle()`).
+ * Empty when default-constructed or moved from.
+ */
+class shareable_pool_handle {
+ public:
+  /** @brief An empty handle: `type()` is `none`. */
+  shareable_pool_handle() noexcept = default;
+
+  /** @brief Takes ownership of the POSIX file descriptor `fd` (empty when `fd` is negative). */
+  explicit shareable_pool_handle(int fd) noexcept
+    : type_{fd >= 0 ? allocation_handle_type::posix_file_descriptor : allocation_handle_type::none},
+      fd_{fd < 0 ? -1 : fd}
+  {
+  }
+
+  /** @brief Holds the fabric handle `fabric` (`cudaMemHandleTypeFabric`). */
+  explicit shareable_pool_handle(cudaMemFabricHandle_t const& fabric) noexcept
+    : type_{allocation_handle_type::fabric}, fabric_{fabric}
+  {
+  }
+
+  shareable_pool_handle(shareable_pool_handle const&)            = delete;
+  shareable_pool_handle& operator=(shareable_pool_handle const&) = delete;
+
+  shareable_pool_handle(shareable_pool_handle&& other) noexcept
+    : type_{std::exchange(other.type_, allocation_handle_type::none)},
+      fd_{std::exchange(other.fd_, -1)},
+      fabric_{other.fabric_}
+  {
+  }
+
+  shareable_pool_handle& operator=(shareable_pool_handle&& other) noexcept
+  {
+    if (this != &other) {
+      reset();
+      type_   = std::exchange(other.type_, allocation_handle_type::none);
+      fd_     = std::exchange(other.fd_, -1);
+      fabric_ = other.fabric_;
+    }
+    return *this;
+  }
+
+  /** @brief Closes an owned file descriptor. */
+  ~shareable_pool_handle() { reset(); }
+
+  /** @brief `posix_file_descriptor`, `fabric`, or `none` when empty. */
+  [[nodiscard]] allocation_handle_type type() const noexcept { return type_; }
+
+  /** @brief The file descriptor, still owned by this object; -1 unless `type()` is
+   * `posix_file_descriptor`. */
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+
+  /** @brief The fabric handle; meaningful only when `type()` is `fabric`. */
+  [[nodiscard]] cudaMemFabricHandle_t const& fabric_handle() const noexcept { return fabric_; }
+
+  /** @brief True unless empty. */
+  explicit operator bool() const noexcept { return type_ != allocation_handle_type::none; }
+
+  /** @brief Gives up the file descriptor, which the caller now closes; leaves the object empty.
+   * @return the descriptor, or -1 when `type()` was not `posix_file_descriptor`. */
+  [[nodiscard]] int release() noexcept
+  {
+    type_ = allocation_handle_type::none;
+    return std::exchange(fd_, -1);
+  }
+
+  /** @brief Closes an owned file descriptor and leaves the object empty. */
+  void reset() noexcept
+  {
+#if !defined(_WIN32)
+    if (fd_ >= 0) { (void)::close(fd_); }
+#endif
+    fd_   = -1;
+    type_ = allocation_handle_type::none;
+  }
+
+ private:
+  allocation_handle_type type_{allocation_handle_type::none};
+  int fd_{-1};
+  cudaMemFabricHandle_t fabric_{};
+};
+
+/**
+ * @brief What another process needs to import one allocation of an exported pool
+ * (`cudaMemPoolPtrExportData`): plain bytes, to be sent by any means.
+ */
+struct pool_pointer_export {
+  cudaMemPoolPtrExportData data;  ///< the driver's opaque description of the allocation
+};
+static_assert(std::is_trivially_copyable_v<pool_pointer_export>);
+static_assert(std::is_standard_layout_v<pool_pointer_export>);
+
+namespace detail {
+
+/** @brief Destroys an imported pool, unless the runtime is already unloading. */
+struct imported_pool_destroyer {
+  void operator()(cudaMemPool_t pool) const noexcept
+  {
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    pool_destroyer{}(pool);
+  }
+};
+
+/** @brief True when `device` can export and import pools as fabric handles; a failed query
+ * (cleared) says no. */
+inline bool device_exports_fabric(int device) noexcept
+{
+  int mask{};
+  if (device < 0 || cudaDeviceGetAttribute(
+                      &mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return exports_as_fabric(static_cast<allocation_handle_type>(mask));
+}
+
+[[noreturn]] inline void throw_fabric_not_supported(char const* who,
+                                                    int device,
+                                                    char const* call,
+                                                    cudaError_t status)
+{
+  (void)cudaGetLastError();
+  int mask{};
+  if (cudaDeviceGetAttribute(&mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  throw_error<not_supported>(who,
+                             "export handle type " +
+                               handle_type_label(allocation_handle_type::fabric) + " needs " +
+                               fabric_requirements + "; device " + std::to_string(device) +
+                               " supports the handle type mask " + std::to_string(mask) +
+                               " (cudaDevAttrMemoryPoolSupportedHandleTypes) and " + call +
+                               " returned " + cudaGetErrorName(status),
+                             status);
+}
+
+/** @brief Throws the typed error for a failed `cudaMemPoolExportToShareableHandle`. */
+[[noreturn]] inline void throw_export_failure(cudaError_t status,
+                                              allocation_handle_type type,
+                                              int device)
+{
+  char const* const call = "cudaMemPoolExportToShareableHandle";
+  if (is_sticky_error(status) || !no_usable_device_reason(status).empty()) {
+    throw_cuda_error(status, call, "export_pool");
+  }
+  if (type == allocation_handle_type::fabric &&
+      (status == cudaErrorNotPermitted || !device_exports_fabric(device))) {
+    throw_fabric_not_supported("export_pool", device, call, status);
+  }
+  if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) {
+    (void)cudaGetLastError();
+    std::string const name = handle_type_name(type);
+    throw_error<logic_error>("export_pool", "the pool cannot be exported as " + name + " (" +
+                                              call + " returned " + cudaGetErrorName(status) +
+                                              "); export a pool created with "
+                                              "pool_options::export_handle_type = "
+                                              "allocation_handle_type::" +
+                                              name);
+  }
+  throw_cuda_error(status, call, "export_pool");
+}
+
+/** @brief `export_pool` for a pool of `device` (-1: the current device, for messages only). */
+inline shareable_pool_handle export_pool(cudaMemPool_t pool,
+                                         allocation_handle_type type,
+                                         int device)
+{
+  if (pool == nullptr) { throw_error<logic_error>("export_pool", "the pool is null"); }
+  if (type != allocation_handle_type::posix_file_descriptor &&
+      type != allocation_handle_type::fabric) {
+    throw_error<logic_error>("export_pool",
+                             "handle type " + handle_type_label(type) +
+                               " is not one export_pool makes; use posix_file_descriptor or "
+                               "fabric");
+  }
+  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device = -1;
+  }
+  if (type == allocation_handle_type::posix_file_descriptor) {
+    int fd = -1;
+    cudaError_t const s =
+      cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0);
+    if (s != cudaSuccess) { throw_export_failure(s, type, device); }
+    return shareable_pool_handle{fd};
+  }
+  cudaMemFabricHandle_t fabric{};
+  cudaError_t const s =
+    cudaMemPoolExportToShareableHandle(&fabric, pool, cudaMemHandleTypeFabric, 0);
+  if (s != cudaSuccess) { throw_export_failure(s, type, device); }
+  return shareable_pool_handle{fabric};
+}
+
+/** @brief What `send_pool_handle` sends; the file descriptor travels beside it. */
+struct pool_handle_message {
+  static constexpr char expected_tag[8] = {'r', 'm', 'm', 'n', 'i', 'p', 'c', '1'};
+  char tag[8];
+  std::int32_t type;
+  cudaMemFabricHandle_t fabric;
+};
+
+}  // namespace detail
+
+/**
+ * @brief Exports `pool` as a handle another process can import (`import_pool`).
+ *
+ * Export a pool once; share its allocations one by one with `export_pointer`.
+ * @param pool a pool created with `pool_options::export_handle_type` equal to `type` (or a mask
+ * containing it).
+ * @param type `posix_file_descriptor` (processes of one node; send the descriptor with
+ * `send_pool_handle`) or `fabric` (also across nodes joined by multi-node NVLink).
+ * @throws logic_error if the pool is null, `type` is another type, or the pool was not created
+ * for `type`; the message names the handle type.
+ * @throws not_supported for `fabric` where the device, driver or system has no fabric handles.
+ * @throws cuda_error for any other failure.
+ */
+[[nodiscard]] inline shareable_pool_handle export_pool(cudaMemPool_t pool,
+                                                       allocation_handle_type type)
+{
+  return detail::export_pool(pool, type, -1);
+}
+
+/**
+ * @brief Exports the pool of `resource` (an `async_device_resource` with an owned pool created
+ * with `pool_options::export_handle_type`); as `export_pool(cudaMemPool_t, type)`.
+ */
+template <class Resource>
+  requires requires(Resource const& r) {
+    { r.pool_handle() } -> std::same_as<cudaMemPool_t>;
+    { r.device() } -> std::same_as<int>;
+  }
+[[nodiscard]] shareable_pool_handle export_pool(Resource const& resource,
+                                                allocation_handle_type type)
+{
+  return detail::export_pool(resource.pool_handle(), type, resource.device());
+}
+
+class imported_pool;
+
+/**
+ * @brief Imports a pool another process exported (`export_pool`) and grants `device` read-write
+ * access to its memory.
+ *
+ * `handle` may be destroyed (its descriptor closed) once this returns.
+ * @param handle received from the exporter, e.g. with `receive_pool_handle`.
+ * @param device the device whose kernels will use the memory; the current device if none.
+ * @throws logic_error if `handle` is empty.
+ * @throws not_supported for a fabric handle this process may not import (no shared IMEX channel).
+ * @throws cuda_error when no usable driver or device exists, or the import fails.
+ * @throws std::out_of_range if `device` is not a visible device.
+ */
+[[nodiscard]] inline imported_pool import_pool(shareable_pool_handle const& handle,
+                                               std::optional<int> device = std::nullopt);
+
+/**
+ * @brief A pool imported from another process: it cannot allocate, only import the exporter's
+ * allocations (`import_pointer`).
+ *
+ * A cheap copyable handle, like the resources: copies share the imported pool, which is destroyed
+ * (`cudaMemPoolDestroy`, in this process only) with the last copy and the last `imported_pointer`
+ * from it. Empty when default-constructed.
+ */
+class imported_pool {
+ public:
+  /** @brief An empty handle. */
+  imported_pool() noexcept = default;
+
+  /** @brief The imported `cudaMemPool_t` (null when empty). */
+  [[nodiscard]] cudaMemPool_t pool_handle() const noexcept { return pool_.get(); }
+
+  /** @brief The device whose kernels use the memory; it was current during the import. */
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+  /** @brief True unless empty. */
+  explicit operator bool() const noexcept { return pool_ != nullptr; }
+
+  /** @brief True when both name the same imported pool. */
+  friend bool operator==(imported_pool const& lhs, imported_pool const& rhs) noexcept
+  {
+    return lhs.pool_ == rhs.pool_;
+  }
+
+ private:
+  friend imported_pool import_pool(shareable_pool_handle const& handle, std::optional<int> device);
+
+  /** @brief Owns `pool` from here on; destroys it if this throws. */
+  imported_pool(cudaMemPool_t pool, int device)
+    : pool_{pool, detail::imported_pool_destroyer{}}, device_{device}
+  {
+  }
+
+  std::shared_ptr<std::remove_pointer_t<cudaMemPool_t>> pool_;
+  int device_{-1};
+};
+
+inline imported_pool import_pool(shareable_pool_handle const& handle, std::optional<int> device)
+{
+  char const* const who = "import_pool";
+  if (!handle) { detail::throw_error<logic_error>(who, "the shareable_pool_handle is empty"); }
+  int count{};
+  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
+    detail::throw_cuda_error(s, "cudaGetDeviceCount", who);
+  }
+  int const id = device ? detail::checked_device(*device, count) : detail::current_device();
+  detail::device_guard const on_device{id};
+
+  bool const fabric                   = handle.type() == allocation_handle_type::fabric;
+  cudaMemFabricHandle_t fabric_handle = handle.fabric_handle();
+  void* const os_handle               = fabric
+                                          ? static_cast<void*>(&fabric_handle)
+                                          : reinterpret_cast<void*>(static_cast<std::uintptr_t>(handle.fd()));
+  cudaMemPool_t pool{};
+  cudaError_t const s = cudaMemPoolImportFromShareableHandle(
+    &pool, os_handle, static_cast<cudaMemAllocationHandleType>(handle.type()), 0);
+  if (s != cudaSuccess) {
+    if (fabric && (s == cudaErrorNotPermitted || s == cudaErrorNotSupported)) {
+      detail::throw_fabric_not_supported(
+        "import_pool", id, "cudaMemPoolImportFromShareableHandle", s);
+    }
+    detail::throw_cuda_error(s, "cudaMemPoolImportFromShareableHandle", who);
+  }
+  imported_pool imported{pool, id};
+  if (!detail::has_read_write_access(pool, id)) {
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id   = id;
+    desc.flags         = cudaMemAccessFlagsProtReadWrite;
+    if (cudaError_t const a = cudaMemPoolSetAccess(pool, &desc, 1); a != cudaSuccess) {
+      detail::throw_cuda_error(a, "cudaMemPoolSetAccess", who);
+    }
+  }
+  detail::watch_runtime_teardown();
+  return imported;
+}
+
+/**
+ * @brief Describes the allocation at `ptr` for another process that imported its pool.
+ *
+ * `ptr` is an allocation (its start) of a pool created with an export handle type. Before the
+ * importer uses the memory, the allocation must have completed in this process (synchronize the
+ * stream it was allocated on, or make the importer wait for it); this process must not free it
+ * before every importer has freed its imported pointer.
+ * @throws logic_error if `ptr` is null or not an allocation of an exportable pool.
+ * @throws cuda_error for any other failure.
+ */
+[[nodiscard]] inline pool_pointer_export export_pointer(void* ptr)
+{
+  if (ptr == nullptr) { detail::throw_error<logic_error>("export_pointer", "the pointer is null"); }
+  pool_pointer_export exported{};
+  cudaError_t const s = cudaMemPoolExportPointer(&exported.data, ptr);
+  if (s == cudaErrorInvalidValue || s == cudaErrorNotSupported) {
+    (void)cudaGetLastError();
+    detail::throw_error<logic_error>("export_pointer",
+                                     std::string{"the pointer is not an allocation of a pool "
+                                                 "created with an export handle type "
+                                                 "(cudaMemPoolExportPointer returned "} +
+                                       cudaGetErrorName(s) +
+                                       "); allocate it from a resource built with "
+                                       "pool_options::export_handle_type");
+  }
+  if (s != cudaSuccess) {
+    detail::throw_cuda_error(s, "cudaMemPoolExportPointer", "export_pointer");
+  }
+  return exported;
+}
+
+/**
+ * @brief An allocation of another process, imported into this one (`import_pointer`).
+ *
+ * Move-only. Destroying or `reset()`ting it frees the imported memory with `cudaFree`, which has
+ * completed when it returns: then, and only then, the exporter may free the allocation. Keeps its
+ * imported pool alive.
+ */
+class imported_pointer {
+ public:
+  /** @brief An empty object. */
+  imported_pointer() noexcept = default;
+
+  imported_pointer(imported_pointer const&)            = delete;
+  imported_pointer& operator=(imported_pointer const&) = delete;
+
+  imported_pointer(imported_pointer&& other) noexcept
+    : pool_{std::move(other.pool_)}, ptr_{std::exchange(other.ptr_, nullptr)}
+  {
+  }
+
+  imported_pointer& operator=(imported_pointer&& other) noexcept
+  {
+    if (this != &other) {
+      reset();
+      pool_ = std::move(other.pool_);
+      ptr_  = std::exchange(other.ptr_, nullptr);
+    }
+    return *this;
+  }
+
+  /** @brief Frees the imported memory (see `reset()`). */
+  ~imported_pointer() { reset(); }
+
+  /** @brief The memory, usable by kernels on the pool's device (null when empty). */
+  [[nodiscard]] void* get() const noexcept { return ptr_; }
+
+  /** @brief The pool the memory was imported from. */
+  [[nodiscard]] imported_pool const& pool() const noexcept { return pool_; }
+
+  /**
+   * @brief Gives up the memory: the caller frees it with `cudaFree`, or with `cudaFreeAsync`
+   * whose completion it awaits before the exporter frees. The caller also keeps `pool()` alive
+   * until then.
+   */
+  [[nodiscard]] void* release() noexcept { return std::exchange(ptr_, nullptr); }
+
+  /**
+   * @brief Frees the imported memory now (`cudaFree`, which waits for the device's pending work)
+   * and leaves the object empty. Failures are reported, not thrown.
+   */
+  void reset() noexcept
+  {
+    void* const ptr = std::exchange(ptr_, nullptr);
+    if (ptr != nullptr && !detail::runtime_unloading().load(std::memory_order_relaxed)) {
+      detail::device_guard const on_device{pool_.device(), std::nothrow};
+      if (cudaError_t const s = cudaFree(ptr); s != cudaSuccess) {
+        detail::report_release_failure(s, "cudaFree of an imported pointer");
+      }
+    }
+    pool_ = imported_pool{};
+  }
+
+ private:
+  friend imported_pointer import_pointer(imported_pool const& pool,
+                                         pool_pointer_export const& exported);
+
+  imported_pointer(imported_pool pool, void* ptr) noexcept : pool_{std::move(pool)}, ptr_{ptr} {}
+
+  imported_pool pool_;
+  void* ptr_{};
+};
+
+/**
+ * @brief Imports the allocation `exported` describes from `pool`, the import of the pool it was
+ * allocated from.
+ *
+ * Use it only once the allocation has completed in the exporting process; free it (destroy the
+ * result) before the exporter frees the allocation.
+ * @throws logic_error if `pool` is empty.
+ * @throws cuda_error if the import fails (e.g. `exported` comes from another pool, or the
+ * exporter has freed the allocation).
+ */
+[[nodiscard]] inline imported_pointer import_pointer(imported_pool const& pool,
+                                                     pool_pointer_export const& exported)
+{
+  if (!pool) { detail::throw_error<logic_error>("import_pointer", "the imported_pool is empty"); }
+  detail::device_guard const on_device{pool.device()};
+  cudaMemPoolPtrExportData data = exported.data;  // the driver takes a non-const pointer
+  void* ptr{};
+  if (cudaError_t const s = cudaMemPoolImportPointer(&ptr, pool.pool_handle(), &data);
+      s != cudaSuccess) {
+    detail::throw_cuda_error(s, "cudaMemPoolImportPointer", "import_pointer");
+  }
+  return imported_pointer{pool, ptr};
+}
+
+#if !defined(_WIN32)
+
+/**
+ * @brief Sends `handle` over a connected Unix-domain socket: a file descriptor as `SCM_RIGHTS`
+ * (the receiver gets its own descriptor of the pool), a fabric handle as data. `handle` stays
+ * owned by the caller.
+ * @throws logic_error if `handle` is empty.
+ * @throws std::system_error when the socket refuses.
+ */
+inline void send_pool_handle(int socket, shareable_pool_handle const& handle)
+{
+  if (!handle) {
+    detail::throw_error<logic_error>("send_pool_handle", "the shareable_pool_handle is empty");
+  }
+  detail::pool_handle_message message{};
+  std::memcpy(message.tag, detail::pool_handle_message::expected_tag, sizeof(message.tag));
+  message.type   = static_cast<std::int32_t>(handle.type());
+  message.fabric = handle.fabric_handle();
+  detail::send_with_fd(socket, &message, sizeof(message), handle.fd(), "send_pool_handle");
+}
+
+/**
+ * @brief Receives a handle sent with `send_pool_handle`; the descriptor it carries is this
+ * process's own (close-on-exec), owned by the result.
+ * @throws std::system_error when the socket fails or the peer closes it first.
+ * @throws logic_error if what arrived is not a pool handle.
+ */
+[[nodiscard]] inline shareable_pool_handle receive_pool_handle(int socket)
+{
+  detail::pool_handle_message message{};
+  shareable_pool_handle fd{
+    detail::receive_with_fd(socket, &message, sizeof(message), "receive_pool_handle")};
+  auto const type = static_cast<allocation_handle_type>(message.type);
+  bool const tagged =
+    std::memcmp(message.tag, detail::pool_handle_message::expected_tag, sizeof(message.tag)) == 0;
+  if (tagged && type == allocation_handle_type::posix_file_descriptor && fd) { return fd; }
+  if (tagged && type == allocation_handle_type::fabric && !fd) {
+    return shareable_pool_handle{message.fabric};
+  }
+  detail::throw_error<logic_error>("receive_pool_handle",
+                                   "the message received is not a pool handle sent with "
+                                   "send_pool_handle");
+}
+
+#endif  // !defined(_WIN32)
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -1,0 +1,32 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+// What ipc_gpu_test and its importer process say to each other over their socket, after the pool
+// handle (rmm_next::send_pool_handle): one request, one reply.
+
+#include <rmm_next/ipc.hpp>
+
+#include <cstdint>
+
+namespace rmm_next::test {
+
+/** @brief The allocation to import, the pattern it holds and the pattern to write back. */
+struct ipc_request {
+  rmm_next::pool_pointer_export allocation;
+  std::uint64_t words;
+  std::uint32_t exporter_seed;  ///< the allocation holds `pattern(i, exporter_seed)`
+  std::uint32_t importer_seed;  ///< the importer writes `pattern(i, importer_seed)`
+  std::int32_t device;          ///< the device whose kernels use the memory
+};
+
+/** @brief Sent once the importer has freed its imported pointer. */
+struct ipc_reply {
+  std::int32_t ok;           ///< 1 when every step succeeded
+  std::uint64_t mismatches;  ///< words that did not hold the exporter's pattern
+  char message[512];         ///< what failed, when `ok` is 0
+};
+
+}  // namespace rmm_next::test
