@@ -350,7 +350,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
     detail::throw_cuda_error(s, "cudaGetDeviceCount", who);
   }
-  int const id = device ? detail::checked_device(*device, count) : detail::current_device();
+  int const id = device ? detail::checked_device(*device, count, who) : detail::current_device();
   detail::device_guard const on_device{id};
 
   bool const fabric                   = handle.type() == allocation_handle_type::fabric;
