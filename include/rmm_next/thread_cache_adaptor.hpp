@@ -487,19 +487,12 @@ class thread_cache_adaptor
   std::shared_ptr<detail::thread_cache_state<Upstream>> state_;
 };
 
-#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
-static_assert(cuda::mr::resource_with<thread_cache_adaptor<async_device_resource>,
-                                      cuda::mr::device_accessible>);
-static_assert(cuda::mr::synchronous_resource_with<thread_cache_adaptor<async_device_resource>,
-                                                  cuda::mr::device_accessible>);
-static_assert(cuda::mr::resource_with<thread_cache_adaptor<device_async_resource_ref>,
-                                      cuda::mr::device_accessible>);
-#else
-static_assert(cuda::mr::async_resource_with<thread_cache_adaptor<async_device_resource>,
-                                            cuda::mr::device_accessible>);
-static_assert(cuda::mr::async_resource_with<thread_cache_adaptor<device_async_resource_ref>,
-                                            cuda::mr::device_accessible>);
-#endif
+static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<async_device_resource>,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<thread_cache_adaptor<async_device_resource>,
+                                                cuda::mr::device_accessible>);
+static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<device_async_resource_ref>,
+                                                   cuda::mr::device_accessible>);
 static_assert(
   !cuda::has_property<thread_cache_adaptor<async_device_resource>, cuda::mr::host_accessible>);
 
