@@ -42,11 +42,10 @@ using async_device_resource_test = gpu_test;
 
 TEST_F(async_device_resource_test, DefaultPoolsAreTheDevicesPinnedTypePools)
 {
-  cudaMemPool_t current{};
-  cudaMemPool_t dflt{};
-  cudaMemLocation loc{cudaMemLocationTypeDevice, device_};
-  ASSERT_EQ(cudaMemGetMemPool(&current, &loc, cudaMemAllocationTypePinned), cudaSuccess);
-  ASSERT_EQ(cudaMemGetDefaultMemPool(&dflt, &loc, cudaMemAllocationTypePinned), cudaSuccess);
+  cudaMemPool_t current = current_pool_handle<resource>(device_);
+  cudaMemPool_t dflt    = default_pool_handle<resource>(device_);
+  ASSERT_NE(current, nullptr);
+  ASSERT_NE(dflt, nullptr);
   cudaMemPool_t device_current{};
   ASSERT_EQ(cudaDeviceGetMemPool(&device_current, device_), cudaSuccess);
   EXPECT_EQ(current, device_current);
@@ -61,25 +60,36 @@ TEST_F(async_device_resource_test, DefaultPoolsAreTheDevicesPinnedTypePools)
   EXPECT_EQ(e.device(), device_);
 }
 
+/** The device's current pool becomes `pool` (cudaMemSetMemPool; before CUDA 13.0,
+ * cudaDeviceSetMemPool). */
+cudaError_t set_current_pool(int device, cudaMemPool_t pool)
+{
+#if CUDART_VERSION >= 13000
+  cudaMemLocation loc{cudaMemLocationTypeDevice, device};
+  return cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, pool);
+#else
+  return cudaDeviceSetMemPool(device, pool);
+#endif
+}
+
 TEST_F(async_device_resource_test, HonoursCudaMemSetMemPool)
 {
-  cudaMemLocation loc{cudaMemLocationTypeDevice, device_};
   cudaMemPool_t const original = current_pool_handle<resource>(device_);
   cudaMemPool_t const dflt     = default_pool_handle<resource>(device_);
   cudaMemPool_t const mine     = make_test_pool<resource>(device_);
   ASSERT_NE(mine, nullptr);
-  ASSERT_EQ(cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, mine), cudaSuccess);
+  ASSERT_EQ(set_current_pool(device_, mine), cudaSuccess);
   struct restore {
-    cudaMemLocation loc;
+    int device;
     cudaMemPool_t original;
     cudaMemPool_t mine;
     ~restore()
     {
-      EXPECT_EQ(cudaMemSetMemPool(&loc, cudaMemAllocationTypePinned, original), cudaSuccess);
+      EXPECT_EQ(set_current_pool(device, original), cudaSuccess);
       EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       EXPECT_EQ(cudaMemPoolDestroy(mine), cudaSuccess);
     }
-  } const guard{loc, original, mine};
+  } const guard{device_, original, mine};
 
   resource const r;
   EXPECT_EQ(r.pool_handle(), mine) << "default construction follows cudaMemSetMemPool";

@@ -32,6 +32,7 @@ namespace {
 
 using resource = async_managed_resource;
 
+#if CUDART_VERSION >= 13000
 INSTANTIATE_TYPED_TEST_SUITE_P(managed, async_resource_matrix, ::testing::Types<resource>);
 
 static_assert(std::is_constructible_v<device_async_resource_ref, resource&>);
@@ -151,6 +152,38 @@ TEST_F(async_managed_resource_test, HostUsesMemoryWhileAKernelRunsElsewhere)
   r.deallocate(stream_, busy_ptr, 64 * MiB);
   r.deallocate(stream_, mine, MiB);
 }
+
+#else
+// Managed pools need CUDA 13.0: every way of making the resource throws not_supported, naming
+// what it needs and what the program has, and leaves no CUDA error behind.
+using async_managed_resource_test = gpu_test;
+
+void expect_not_supported(char const* how, auto make)
+{
+  try {
+    make();
+    ADD_FAILURE() << how << ": expected not_supported before CUDA 13.0";
+  } catch (not_supported const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("async_managed_resource"), std::string::npos) << what;
+    EXPECT_NE(what.find("CUDA 13.0"), std::string::npos) << what;
+    EXPECT_NE(what.find("compiled against CUDA 12."), std::string::npos) << what;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << how;
+}
+
+TEST_F(async_managed_resource_test, EveryConstructionThrowsNotSupportedBeforeCuda13)
+{
+  expect_not_supported("default", [] { resource r; });
+  expect_not_supported("device", [this] { resource r{device_}; });
+  expect_not_supported("current_pool", [] { resource r{current_pool{}}; });
+  expect_not_supported("default_pool", [] { resource r{default_pool{}}; });
+  expect_not_supported("pool_options", [] { resource r{pool_options{}}; });
+  cudaMemPool_t device_pool{};
+  ASSERT_EQ(cudaDeviceGetMemPool(&device_pool, device_), cudaSuccess);
+  expect_not_supported("view", [device_pool] { resource r{device_pool}; });
+}
+#endif
 
 }  // namespace
 }  // namespace rmm_next::test

@@ -87,6 +87,7 @@ void expect_kernel_writes_host_reads(resource& r, cudaStream_t stream, std::uint
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 }
 
+#if CUDART_VERSION >= 13000
 TEST_F(async_pinned_resource_test, DefaultPoolsAreTheHostsPinnedPools)
 {
   cudaMemLocation loc{cudaMemLocationTypeHost, 0};
@@ -104,6 +105,25 @@ TEST_F(async_pinned_resource_test, DefaultPoolsAreTheHostsPinnedPools)
   resource const d{default_pool{}};
   EXPECT_EQ(d.pool_handle(), dflt);
 }
+#else
+TEST_F(async_pinned_resource_test, DefaultConstructionCreatesAHostNumaPoolOfItsOwn)
+{
+  // Before CUDA 13.0 the host has no current or default pool: each resource creates one on the
+  // device's host NUMA node.
+  cudaMemPool_t device_pool{};
+  ASSERT_EQ(cudaDeviceGetMemPool(&device_pool, device_), cudaSuccess);
+  resource const r;
+  resource const d{default_pool{}};
+  resource const r_copy = r;
+  EXPECT_NE(r.pool_handle(), nullptr);
+  EXPECT_NE(r.pool_handle(), device_pool) << "the host pool is not the device-memory pool";
+  EXPECT_NE(r.pool_handle(), d.pool_handle());
+  EXPECT_TRUE(r_copy == r);
+  EXPECT_EQ(r.device(), device_);
+  EXPECT_EQ(r.statistics().release_threshold, UINT64_MAX);
+  // Allocation from such a pool: OwnedPoolOnTheHostLocation.
+}
+#endif
 
 TEST_F(async_pinned_resource_test, GrantsEveryDeviceReadWriteByDefault)
 {
@@ -200,7 +220,8 @@ TEST_F(async_pinned_resource_test, KernelsReadWhatTheHostWrote)
 
 TEST_F(async_pinned_resource_test, OwnedPoolOnTheHostLocation)
 {
-  resource r{pool_options{.location = cudaMemLocation{cudaMemLocationTypeHost, 0}}};
+  // The host location of this runtime: Host from CUDA 13.0 on, the device's NUMA node before.
+  resource r{pool_options{.location = resource_traits<resource>::location(device_)}};
   void* ptr = r.allocate(stream_, MiB);
   ASSERT_NE(ptr, nullptr);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);

@@ -72,8 +72,12 @@ struct resource_traits<async_device_resource> {
   static constexpr bool bounded_pools = true;
   /// Location of the current/default pool of the resource for `device`.
   static cudaMemLocation location(int device) { return {cudaMemLocationTypeDevice, device}; }
+  /// Whether the driver has a current and a default pool of the kind (else default
+  /// construction creates a pool the resource owns).
+  static constexpr bool driver_pools = true;
 };
 
+#if CUDART_VERSION >= 13000  // managed pools need CUDA 13.0 (async_managed_resource_test.cu)
 template <>
 struct resource_traits<async_managed_resource> {
   static constexpr cudaMemoryType memory_type            = cudaMemoryTypeManaged;
@@ -82,7 +86,9 @@ struct resource_traits<async_managed_resource> {
   static constexpr bool capture_works                    = true;
   static constexpr bool bounded_pools                    = false;
   static cudaMemLocation location(int device) { return {cudaMemLocationTypeDevice, device}; }
+  static constexpr bool driver_pools = true;
 };
+#endif
 
 template <>
 struct resource_traits<async_pinned_resource> {
@@ -91,7 +97,22 @@ struct resource_traits<async_pinned_resource> {
   static constexpr bool host_accessible                  = true;
   static constexpr bool capture_works                    = false;
   static constexpr bool bounded_pools                    = true;
+#if CUDART_VERSION >= 13000
   static cudaMemLocation location(int) { return {cudaMemLocationTypeHost, 0}; }
+  static constexpr bool driver_pools = true;
+#else
+  // Before CUDA 13.0: no host pool is current or default; pools live on a host NUMA node, the
+  // one closest to the device.
+  static cudaMemLocation location(int device)
+  {
+    int numa = -1;
+    if (cudaDeviceGetAttribute(&numa, cudaDevAttrHostNumaId, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+    }
+    return {cudaMemLocationTypeHostNuma, numa < 0 ? 0 : numa};
+  }
+  static constexpr bool driver_pools = false;
+#endif
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -115,24 +136,38 @@ inline bool contains(std::string const& haystack, std::string const& needle)
   return haystack.find(needle) != std::string::npos;
 }
 
-/** @brief The driver's current pool for resource kind `R` on `device`. */
+/** @brief The driver's current pool for resource kind `R` on `device`; null where the driver has
+ * none (`resource_traits<R>::driver_pools`). */
 template <class R>
 cudaMemPool_t current_pool_handle(int device)
 {
   cudaMemPool_t pool{};
-  cudaMemLocation loc = resource_traits<R>::location(device);
-  EXPECT_EQ(cudaMemGetMemPool(&pool, &loc, resource_traits<R>::allocation_type), cudaSuccess);
+  if constexpr (resource_traits<R>::driver_pools) {
+#if CUDART_VERSION >= 13000
+    cudaMemLocation loc = resource_traits<R>::location(device);
+    EXPECT_EQ(cudaMemGetMemPool(&pool, &loc, resource_traits<R>::allocation_type), cudaSuccess);
+#else
+    EXPECT_EQ(cudaDeviceGetMemPool(&pool, device), cudaSuccess);
+#endif
+  }
   return pool;
 }
 
-/** @brief The driver's default pool for resource kind `R` on `device`. */
+/** @brief The driver's default pool for resource kind `R` on `device`; null where the driver has
+ * none. */
 template <class R>
 cudaMemPool_t default_pool_handle(int device)
 {
   cudaMemPool_t pool{};
-  cudaMemLocation loc = resource_traits<R>::location(device);
-  EXPECT_EQ(cudaMemGetDefaultMemPool(&pool, &loc, resource_traits<R>::allocation_type),
-            cudaSuccess);
+  if constexpr (resource_traits<R>::driver_pools) {
+#if CUDART_VERSION >= 13000
+    cudaMemLocation loc = resource_traits<R>::location(device);
+    EXPECT_EQ(cudaMemGetDefaultMemPool(&pool, &loc, resource_traits<R>::allocation_type),
+              cudaSuccess);
+#else
+    EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
+#endif
+  }
   return pool;
 }
 
@@ -755,6 +790,11 @@ TYPED_TEST_P(async_resource_matrix, KernelsWriteAndReadTheMemory)
 
 TYPED_TEST_P(async_resource_matrix, ReleaseThresholdOfAdoptedPools)
 {
+  if constexpr (!resource_traits<TypeParam>::driver_pools) {
+    TypeParam r;  // a pool of its own, which keeps all its memory
+    EXPECT_EQ(r.statistics().release_threshold, UINT64_MAX);
+    return;
+  }
   int const dev            = this->device_;
   cudaMemPool_t const cur  = current_pool_handle<TypeParam>(dev);
   cudaMemPool_t const dflt = default_pool_handle<TypeParam>(dev);
@@ -991,6 +1031,15 @@ TYPED_TEST_P(async_resource_matrix, EqualityFollowsThePool)
   TypeParam const b = a;
   EXPECT_TRUE(a == b);
   EXPECT_FALSE(a != b);
+  if constexpr (!resource_traits<TypeParam>::driver_pools) {
+    // No driver pool to share: each default construction creates a pool of its own.
+    TypeParam const other{current_pool{}};
+    TypeParam const dflt{default_pool{}};
+    EXPECT_FALSE(a == other);
+    EXPECT_FALSE(a == dflt);
+    EXPECT_NE(a.pool_handle(), nullptr);
+    return;
+  }
   EXPECT_EQ(a.pool_handle(), cur) << "default construction uses the current pool";
 
   TypeParam const by_device{dev};

@@ -88,6 +88,15 @@ TEST_F(Construction, AnAdoptedPoolKeepsItsThresholdWhenConstructionFails)
     (async_pinned_resource{rmm_next::current_pool{.release_threshold = 42}, 0, std::vector<int>{7}}),
     std::out_of_range);
   EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 0U);
+#if CUDART_VERSION < 13000
+  // Before CUDA 13.0 no host pool is shared: the pinned resources created pools of their own,
+  // whose thresholds they set, and destroyed them when construction failed.
+  for (auto const& [pool, threshold] : fake_cuda::fake().threshold_sets) {
+    EXPECT_NE(pool, host_pool);
+    EXPECT_TRUE(fake_cuda::record(pool).destroyed) << "an owned pool outlived its construction";
+  }
+  fake_cuda::fake().threshold_sets.clear();
+#endif
 
   cudaMemPool_t const device_pool =
     fake_cuda::current_pool({cudaMemLocationTypeDevice, 1}, cudaMemAllocationTypePinned);
@@ -102,7 +111,12 @@ TEST_F(Construction, AnAdoptedPoolKeepsItsThresholdWhenConstructionFails)
     EXPECT_EQ(r.pool_handle(), device_pool);
     EXPECT_EQ(fake_cuda::record(device_pool).release_threshold, UINT64_MAX);
     async_pinned_resource const p{rmm_next::current_pool{.release_threshold = 42}, 0, {0, 1}};
-    EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 42U);
+#if CUDART_VERSION >= 13000
+    EXPECT_EQ(p.pool_handle(), host_pool);
+#else  // a pool of its own (see above), with the threshold asked for
+    EXPECT_NE(p.pool_handle(), host_pool);
+#endif
+    EXPECT_EQ(fake_cuda::record(p.pool_handle()).release_threshold, 42U);
   }
 }
 

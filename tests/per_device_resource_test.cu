@@ -45,14 +45,19 @@ int device_of(void* ptr)
   return attrs.type == cudaMemoryTypeDevice ? attrs.device : -1;
 }
 
-/** The current pool of `device` (cudaMemGetMemPool, device location). */
+/** The current pool of `device` (cudaMemGetMemPool, device location; cudaDeviceGetMemPool before
+ * CUDA 13.0). */
 cudaMemPool_t current_pool_of(int device)
 {
+  cudaMemPool_t pool{};
+#if CUDART_VERSION >= 13000
   cudaMemLocation loc{};
   loc.type = cudaMemLocationTypeDevice;
   loc.id   = device;
-  cudaMemPool_t pool{};
   EXPECT_CUDA_OK(cudaMemGetMemPool(&pool, &loc, cudaMemAllocationTypePinned));
+#else
+  EXPECT_CUDA_OK(cudaDeviceGetMemPool(&pool, device));
+#endif
   return pool;
 }
 

@@ -25,9 +25,10 @@ from . import _lib
 
 
 def _device_pointer(address):
-    # Older numba-cuda with the NVIDIA bindings wants a CUdeviceptr; newer ones convert c_void_p.
+    # A CUdeviceptr of the NVIDIA bindings, which numba-cuda always uses since it dropped
+    # USE_NV_BINDING; a c_void_p for an older one on its ctypes binding.
     driver = _cuda.cudadrv.driver
-    if getattr(driver, "USE_NV_BINDING", False):
+    if getattr(driver, "USE_NV_BINDING", True):
         return driver.binding.CUdeviceptr(address)
     return ctypes.c_void_p(address)
 

@@ -34,7 +34,8 @@ _measurements = {}
 _outcomes = {"passed": 0, "failed": 0, "skipped": 0}
 
 
-def _required(name):
+def required(name):
+    """True when the environment variable `name` is "1" (RMM_NEXT_REQUIRE_GPU, ...)."""
     return os.environ.get(name) == "1"
 
 
@@ -51,7 +52,7 @@ def gpu_reason():
 def gpu():
     reason = gpu_reason()
     if reason is not None:
-        if _required("RMM_NEXT_REQUIRE_GPU"):
+        if required("RMM_NEXT_REQUIRE_GPU"):
             pytest.fail(f"RMM_NEXT_REQUIRE_GPU=1 but {reason}")
         pytest.skip(reason)
 
@@ -59,7 +60,7 @@ def gpu():
 def framework(name):
     """Skips (or fails, with RMM_NEXT_REQUIRE_FRAMEWORKS=1) when `name` is not importable."""
     if importlib.util.find_spec(name) is None:
-        if _required("RMM_NEXT_REQUIRE_FRAMEWORKS"):
+        if required("RMM_NEXT_REQUIRE_FRAMEWORKS"):
             pytest.fail(f"RMM_NEXT_REQUIRE_FRAMEWORKS=1 but {name} is not installed")
         pytest.skip(f"{name} is not installed")
 

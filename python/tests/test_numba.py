@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import framework, run_scenario
+from conftest import framework, required, run_scenario
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
 
@@ -24,15 +24,25 @@ def numba_installed(gpu):
         capture_output=True, text=True, timeout=300, check=False)
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["?"])[-1]
-        pytest.skip(f"numba cannot compile a kernel here without rmm-next: {last}")
+        reason = f"numba cannot compile a kernel here without rmm-next: {last}"
+        if required("RMM_NEXT_REQUIRE_FRAMEWORKS"):
+            pytest.fail(f"RMM_NEXT_REQUIRE_FRAMEWORKS=1 but {reason}")
+        pytest.skip(reason)
 
 
 def test_kernel_over_arrays_from_the_plugin(record):
     r = run_scenario("numba_kernel.py")
     record("numba.statistics", r["during"])
     assert r["manager"] == "RmmNextNumbaManager"
-    assert r["correct"] and r["view_ok"]
-    assert r["during"]["numba_allocations"] >= 3
+    assert r["correct"] and r["view_ok"] and r["stream_correct"]
+    # x, y and out (1 Mi float32 each) came from rmm-next, through the Numba entry points only.
+    during = r["during"]
+    assert during["numba_allocations"] >= 3
+    assert during["allocations"] == during["numba_allocations"]
+    assert during["allocated_bytes"] >= 3 * 4 * (1 << 20)
+    assert during["pool_used_bytes"] >= during["allocated_bytes"]
+    assert r["freed_inside_defer_cleanup"]
     assert r["after"]["allocated_bytes"] == 0
     assert r["after"]["deallocations"] == r["after"]["allocations"]
-    assert r["memory_info"][1] > 0
+    free, total = r["memory_info"]
+    assert 0 < free <= total

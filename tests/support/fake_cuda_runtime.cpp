@@ -233,6 +233,19 @@ cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* pool,
   return cudaSuccess;
 }
 
+// The device's pools as CUDA 12 programs ask for them: the pools of its Device location.
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device)
+{
+  cudaMemLocation location{cudaMemLocationTypeDevice, device};
+  return cudaMemGetMemPool(pool, &location, cudaMemAllocationTypePinned);
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device)
+{
+  cudaMemLocation location{cudaMemLocationTypeDevice, device};
+  return cudaMemGetDefaultMemPool(pool, &location, cudaMemAllocationTypePinned);
+}
+
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props)
 {
   if (cudaError_t const s = fc::injected("cudaMemPoolCreate"); s != cudaSuccess) { return s; }

@@ -57,7 +57,9 @@ constexpr bool is_sticky_error(cudaError_t status) noexcept
     case cudaErrorInvalidAddressSpace:
     case cudaErrorInvalidPc:
     case cudaErrorLaunchFailure:
+#if CUDART_VERSION >= 12080  // the error exists from CUDA 12.8 on
     case cudaErrorTensorMemoryLeak:
+#endif
     case cudaErrorMpsClientTerminated: return true;
     default: return false;
   }
