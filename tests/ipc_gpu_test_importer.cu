@@ -60,7 +60,7 @@ std::uint64_t check_and_overwrite(rmm_next::imported_pool const& pool, ipc_reque
   check(cudaFree(mismatches), "cudaFree");
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   // The exporter frees the allocation once it has the reply: the import must be freed first.
-  memory.reset();
+  check(cudaFree(memory.release()), "cudaFree of the imported pointer");
   return found;
 }
 

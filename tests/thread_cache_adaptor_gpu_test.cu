@@ -207,9 +207,10 @@ TEST(ThreadCacheAdaptorGpu, CaptureMakesGraphNodesAndNeverCachesGraphMemory)
   void* p = cache.allocate(stream, 4096);
   fill(p, 4096, 3, stream);
   check(p, 4096, 3, stream, mismatches.get());
-  cache.deallocate(stream, p, 4096);
+  // Allocated while `p` is live, so that the graph gives the two blocks distinct addresses.
   void* kept = cache.allocate(stream, 2048);  // freed after the capture, outside the graph
   fill(kept, 2048, 5, stream);
+  cache.deallocate(stream, p, 4096);
   CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
 
   EXPECT_NE(p, warm);

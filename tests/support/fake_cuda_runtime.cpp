@@ -101,6 +101,14 @@ CUresult stream_get_device(CUstream stream, CUdevice* device)
   return CUDA_SUCCESS;
 }
 
+CUresult stream_get_ctx(CUstream stream, CUcontext* context)
+{
+  stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
+  int const device       = s != nullptr ? s->device : fake().current_device;
+  *context               = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 state& fake()
@@ -208,6 +216,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuCtxSetCurrent", reinterpret_cast<void*>(&fc::ctx_set_current)},
     {"cuCtxGetDevice", reinterpret_cast<void*>(&fc::ctx_get_device)},
     {"cuStreamGetDevice", reinterpret_cast<void*>(&fc::stream_get_device)},
+    {"cuStreamGetCtx", reinterpret_cast<void*>(&fc::stream_get_ctx)},
   };
   auto const it = entries.find(symbol);
   *function     = it == entries.end() ? nullptr : it->second;

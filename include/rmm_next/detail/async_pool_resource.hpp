@@ -354,7 +354,11 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
         s != cudaSuccess) {
       throw_allocation_failure(Derived::kind, s, bytes, device_, stream);
     }
-    nvtx_name_region(ptr, state_->allocation_name());
+    // Graph memory (an allocation during capture) is no allocation yet to the tools, which
+    // refuse a name for it. Without a tool the naming does nothing and the question is not asked.
+    if (!nvtx_tool_injected() || stream_is_eager(stream)) {
+      nvtx_name_region(ptr, state_->allocation_name());
+    }
     return ptr;
   }
 
@@ -364,10 +368,21 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
    */
   void check_stream_device(cudaStream_t stream) const
   {
-    // A stream being captured refuses the device query, and the refusal invalidates the capture:
-    // captured allocations are not checked.
-    if (!stream_is_eager(stream)) { return; }
-    int const on = stream_device(stream);
+    int on{-1};
+    if (is_default_stream(stream)) {
+      on = current_device_or_none();
+    } else {
+      // One driver call for the common case, a stream the runtime made on the resource's device:
+      // its context is the device's primary context.
+      if (CUcontext const context = stream_context(stream);
+          context != nullptr && context == state_->context()) {
+        return;
+      }
+      // A stream being captured refuses the device query, and the refusal invalidates the
+      // capture: captured allocations on other contexts are not checked.
+      if (!stream_is_eager(stream)) { return; }
+      on = stream_device(stream);
+    }
     if (on < 0 || on == device_) { return; }
     if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
   }

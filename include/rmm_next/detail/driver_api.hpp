@@ -151,6 +151,22 @@ inline int current_device_fast()
 }
 
 /**
+ * @brief The context of `stream` (`cuStreamGetCtx`: one driver call, which a stream being
+ * captured answers without harm to the capture, unlike `cuStreamGetDevice` and `cuStreamGetId`),
+ * or null when the driver cannot tell. Not for the default streams, whose context is the current
+ * one.
+ */
+inline CUcontext stream_context(cudaStream_t stream) noexcept
+{
+  auto const fn = driver().stream_get_ctx;
+  CUcontext context{};
+  if (fn == nullptr || fn(reinterpret_cast<CUstream>(stream), &context) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  return context;
+}
+
+/**
  * @brief True for the handles that name a default stream of whichever device is current when
  * work is ordered on them: 0, `cudaStreamLegacy` and `cudaStreamPerThread`.
  */

@@ -29,6 +29,7 @@
  */
 
 #include <cstddef>
+#include <cstdlib>
 
 #if !defined(RMM_NEXT_DISABLE_NVTX) && __has_include(<nvtx3/nvToolsExt.h>) && \
   __has_include(<nvtx3/nvToolsExtMem.h>)
@@ -114,6 +115,17 @@ class nvtx_range {
 };
 
 /**
+ * @brief True when an NVTX tool was injected into the process through the environment
+ * (`NVTX_INJECTION64_PATH`, as Nsight Systems and compute-sanitizer do), read once.
+ */
+inline bool nvtx_tool_injected() noexcept
+{
+  static bool const injected = std::getenv("NVTX_INJECTION64_PATH") != nullptr ||
+                               std::getenv("NVTX_INJECTION32_PATH") != nullptr;
+  return injected;
+}
+
+/**
  * @brief Names the allocation at `ptr` for NVTX tools (`nvtxMemRegionsName`, by pointer, ASCII),
  * so that compute-sanitizer's reports say what owns it. nullptr: nothing.
  *
@@ -176,6 +188,7 @@ class nvtx_range {
 };
 
 inline void nvtx_name_region(void const* /*ptr*/, char const* /*name*/) noexcept {}
+constexpr bool nvtx_tool_injected() noexcept { return false; }
 
 }  // namespace nvtx_off
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

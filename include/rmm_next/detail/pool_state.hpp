@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
@@ -65,6 +66,7 @@ class pool_state {
     // destroys the pool.
     device_guard guard{device};
     RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    context_ = current_context_or_null();  // the device's primary context, which the guard made current
     watch_runtime_teardown();
   }
 
@@ -88,6 +90,12 @@ class pool_state {
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
 
+  /**
+   * @brief The primary context of the resource's device (null if the driver could not say): the
+   * context of every stream the runtime creates on that device.
+   */
+  [[nodiscard]] CUcontext context() const noexcept { return context_; }
+
   /** @brief What tools call the pool's allocations (`allocation_name`). */
   [[nodiscard]] char const* allocation_name() const noexcept { return allocation_name_.data(); }
 
@@ -110,6 +118,7 @@ class pool_state {
   owned_pool owner_;
   int device_;  ///< the device the resource works for
   cudaStream_t stream_{};
+  CUcontext context_{};
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
   std::array<char, 50> allocation_name_;
 };
