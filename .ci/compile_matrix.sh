@@ -37,8 +37,8 @@ for dir in "$cuda/include/cccl" "$cccl35_inc" "$cu12_rt_inc" "$cu12_cccl_inc"; d
 done
 
 # ---- Configurations: name, compiler, expected CCCL major.minor, include flags ---------------
-common=(-std=c++20 -Wall -Wextra -Werror -DLIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
-        -I"$root/include")
+# No -D: the headers define what CCCL needs, as for any user with a plain include path.
+common=(-std=c++20 -Wall -Wextra -Werror -I"$root/include")
 declare -A compiler cccl_expect flags
 compiler[cuda13.0+cccl3.0]=g++
 cccl_expect[cuda13.0+cccl3.0]=3.0
@@ -62,7 +62,7 @@ compile() {
   read -ra extra <<<"${flags[$config]}"
   if [[ ${compiler[$config]} == nvcc ]]; then
     cmd=("$cuda/bin/nvcc" -std=c++20 -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror
-         -DLIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE -I"$root/include" "${extra[@]}" -x cu)
+         -I"$root/include" "${extra[@]}" -x cu)
     if [[ $mode == syntax ]]; then cmd+=(-c -o /dev/null); else cmd+=(-E -Xcompiler=-dM); fi
   else
     cmd=(g++ "${common[@]}" "${extra[@]}" -x c++)

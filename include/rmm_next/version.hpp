@@ -6,6 +6,9 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+// The one place of rmm-next's version: CMakeLists.txt reads these three lines for project() and
+// the package version, so keep their form (`#define RMM_NEXT_VERSION_<PART> <number>`).
+
 /** @brief rmm-next's version, by component (plain numbers, so that they can name things). */
 #define RMM_NEXT_VERSION_MAJOR 0
 #define RMM_NEXT_VERSION_MINOR 1

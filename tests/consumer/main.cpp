@@ -11,6 +11,10 @@
 #include <type_traits>
 
 static_assert(std::is_class_v<rmm_next::async_device_resource>);
+#if defined(RMM_NEXT_PACKAGE_VERSION)  // from find_package(rmm-next)
+static_assert(RMM_NEXT_VERSION == (RMM_NEXT_PACKAGE_VERSION),
+              "the rmm-next package's version differs from <rmm_next/version.hpp>");
+#endif
 
 int main()
 {

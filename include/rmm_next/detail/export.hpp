@@ -6,8 +6,15 @@
 
 #include <rmm_next/version.hpp>
 
-// CCCL before 3.1 hides cuda::mr behind this macro; it must precede the first CCCL include.
+// CCCL before 3.1 hides cuda::mr behind this macro, which must precede the first include of
+// <cuda/memory_resource>. Defined here only (not by the CMake target), so that a plain include
+// path works too. A translation unit that included <cuda/memory_resource> before rmm-next without
+// the macro has no cuda::mr: say so at once instead of failing at rmm-next's first use of it.
 #ifndef LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
+#if defined(_CUDA_MEMORY_RESOURCE) && defined(CCCL_VERSION) && CCCL_VERSION < 3001000
+#error \
+  "rmm_next: <cuda/memory_resource> was included before rmm-next without LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE, so this CCCL hides cuda::mr; include rmm-next first or define the macro"
+#endif
 #define LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE
 #endif
 
