@@ -9,7 +9,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
 #include <string>
+
+#if defined(__linux__)
+#include <dirent.h>
+#include <unistd.h>
+#endif
 
 /**
  * @file
@@ -56,6 +62,35 @@ constexpr bool is_fabric_refusal(cudaError_t status) noexcept
 {
   return status == cudaErrorNotPermitted || status == cudaErrorNotSupported ||
          status == cudaErrorInvalidValue;
+}
+
+/**
+ * @brief True when this process may open an IMEX channel (a readable and writable
+ * `/dev/nvidia-caps-imex-channels/channel<N>`), which fabric handles need. Checked before a
+ * fabric pool is created: where no channel is open to the process, some drivers create the pool,
+ * refuse to export it, and then fail inside `cudaMemPoolDestroy`. Other systems: true, and the
+ * driver decides.
+ */
+inline bool imex_channel_available() noexcept
+{
+#if defined(__linux__)
+  char const* const folder = "/dev/nvidia-caps-imex-channels";
+  DIR* const dir           = ::opendir(folder);
+  if (dir == nullptr) { return false; }
+  bool found = false;
+  while (dirent const* entry = ::readdir(dir)) {
+    if (std::strncmp(entry->d_name, "channel", 7) != 0) { continue; }
+    std::string const path = std::string{folder} + "/" + entry->d_name;
+    if (::access(path.c_str(), R_OK | W_OK) == 0) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
+#else
+  return true;
+#endif
 }
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -53,6 +53,13 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     }
   }
 
+  if (exports_as_fabric(opts.export_handle_type) && !imex_channel_available()) {
+    throw_not_supported(kind, "export handle type " + handle_type_label(opts.export_handle_type) +
+                                " needs " + fabric_requirements +
+                                "; no IMEX channel under /dev/nvidia-caps-imex-channels is open "
+                                "to this process");
+  }
+
   cudaMemPoolProps props{};
   props.allocType   = allocation_type(kind);
   props.handleTypes = static_cast<cudaMemAllocationHandleType>(opts.export_handle_type);
