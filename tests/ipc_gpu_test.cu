@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <cstdlib>
 #include <string>
 
 #ifndef RMM_NEXT_TEST_IPC_IMPORTER
@@ -39,6 +40,17 @@
 extern char** environ;
 
 namespace {
+
+/**
+ * The importer program: RMM_NEXT_TEST_IPC_IMPORTER from the environment when set (CTest sets it;
+ * a suite moved elsewhere points it there), else where the build put it.
+ */
+std::string importer_path()
+{
+  char const* const from_environment = std::getenv("RMM_NEXT_TEST_IPC_IMPORTER");
+  return from_environment != nullptr && *from_environment != '\0' ? from_environment
+                                                                  : RMM_NEXT_TEST_IPC_IMPORTER;
+}
 
 using rmm_next::allocation_handle_type;
 using rmm_next::async_device_resource;
@@ -91,7 +103,7 @@ class importer_process {
     }
     socket_ = fds[0];
     EXPECT_EQ(::fcntl(socket_, F_SETFD, FD_CLOEXEC), 0);
-    std::string path = RMM_NEXT_TEST_IPC_IMPORTER;
+    std::string path = importer_path();
     std::string arg  = std::to_string(fds[1]);
     char* argv[]     = {path.data(), arg.data(), nullptr};
     int const status = ::posix_spawn(&pid_, path.c_str(), nullptr, nullptr, argv, environ);

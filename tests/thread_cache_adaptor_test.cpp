@@ -37,6 +37,24 @@ using rmm_next::test::fake_resource;
 
 cuda::stream_ref fake_stream(std::uintptr_t n) { return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)}; }
 
+/**
+ * The streams below are made-up handles, which only a process without a CUDA driver may use: the
+ * adaptor asks the driver about its streams, and a driver would be handed invalid handles. With a
+ * usable device, thread_cache_adaptor_gpu_test covers the adaptor on real streams instead.
+ */
+class without_a_driver : public ::testing::Environment {
+ public:
+  void SetUp() override
+  {
+    int count{};
+    bool const device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+    (void)cudaGetLastError();
+    if (device) { GTEST_SKIP() << "a CUDA device is usable: thread_cache_adaptor_gpu_test covers it"; }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const no_driver_check =
+  ::testing::AddGlobalTestEnvironment(new without_a_driver);
+
 cuda::stream_ref const s1 = fake_stream(0x100);
 cuda::stream_ref const s2 = fake_stream(0x200);
 cuda::stream_ref const s3 = fake_stream(0x300);
