@@ -155,8 +155,8 @@ void alloc_free_paired(benchmark::State& state, Resource* resource, variant v, s
 
 void register_all()
 {
-  std::vector<variant> const variants{variant::raw, variant::resource, variant::ref,
-                                      variant::current};
+  std::vector<variant> const variants{
+    variant::raw, variant::resource, variant::ref, variant::current};
 
   for_each_resource([&](auto& resource) {
     using resource_type = std::remove_reference_t<decltype(resource)>;

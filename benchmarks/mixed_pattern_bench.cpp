@@ -47,9 +47,8 @@ struct raw_peer : mixed::driver_pool_memory<raw_peer> {
 
   static raw_peer* instance()
   {
-    return mixed::made_once<raw_peer>([] {
-      return raw_peer{{}, rmm_next::async_device_resource{}.pool_handle()};
-    });
+    return mixed::made_once<raw_peer>(
+      [] { return raw_peer{{}, rmm_next::async_device_resource{}.pool_handle()}; });
   }
 
   [[nodiscard]] cudaMemPool_t pool() const { return pool_; }
@@ -74,9 +73,8 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 
   static resource_peer* instance()
   {
-    return mixed::made_once<resource_peer>([] {
-      return resource_peer{{}, {}, rmm_next::async_device_resource{}};
-    });
+    return mixed::made_once<resource_peer>(
+      [] { return resource_peer{{}, {}, rmm_next::async_device_resource{}}; });
   }
 
   rmm_next::async_device_resource& resource() { return resource_; }

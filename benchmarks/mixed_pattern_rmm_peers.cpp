@@ -94,9 +94,8 @@ struct cuda_async_peer : mixed::resource_calls<cuda_async_peer>,
 
   static cuda_async_peer* instance()
   {
-    return mixed::made_once<cuda_async_peer>([] {
-      return cuda_async_peer{{}, {}, rmm::mr::cuda_async_memory_resource{}};
-    });
+    return mixed::made_once<cuda_async_peer>(
+      [] { return cuda_async_peer{{}, {}, rmm::mr::cuda_async_memory_resource{}}; });
   }
 
   rmm::mr::cuda_async_memory_resource& resource() { return resource_; }

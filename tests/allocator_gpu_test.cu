@@ -76,8 +76,7 @@ std::optional<Resource> owned_pool_resource(std::string& why_not)
   Resource& name = *name##_holder
 
 template <class Resource>
-class AllocatorGpu : public ::testing::Test {
-};
+class AllocatorGpu : public ::testing::Test {};
 
 using host_accessible_resources =
   ::testing::Types<rmm_next::async_pinned_resource, rmm_next::async_managed_resource>;

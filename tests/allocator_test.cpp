@@ -84,7 +84,8 @@ class limited_resource {
   std::shared_ptr<std::size_t> last_alignment_;
 };
 
-static_assert(rmm_next::detail::synchronous_resource_with<limited_resource, cuda::mr::host_accessible>);
+static_assert(
+  rmm_next::detail::synchronous_resource_with<limited_resource, cuda::mr::host_accessible>);
 
 struct alignas(256) over_aligned_for_new {
   unsigned char bytes[256];

@@ -215,7 +215,8 @@ TEST_F(async_device_resource_test, OwnedPoolAtAnExplicitLocation)
   r.deallocate(stream_, ptr, MiB);
 }
 
-// ---- Streams of another device (2 GPUs) ----------------------------------------------------------
+// ---- Streams of another device (2 GPUs)
+// ----------------------------------------------------------
 
 /** A non-blocking stream on device 1, made with device 1 current; device 0 current again after. */
 class other_device_test : public async_device_resource_test {

@@ -161,17 +161,14 @@ TEST_F(async_pinned_resource_test, GrantsOnlyTheDevicesNamed)
 
 TEST_F(async_pinned_resource_test, AccessibleDeviceOutOfRangeThrows)
 {
-  std::string msg = expect_throws<std::out_of_range>([] {
-    (void)resource{current_pool{}, std::nullopt, std::vector<int>{99}};
-  });
+  std::string msg = expect_throws<std::out_of_range>(
+    [] { (void)resource{current_pool{}, std::nullopt, std::vector<int>{99}}; });
   EXPECT_TRUE(contains(msg, "99")) << msg;
-  msg = expect_throws<std::out_of_range>([&] {
-    (void)resource{pool_options{}, device_, std::vector<int>{device_, -1}};
-  });
+  msg = expect_throws<std::out_of_range>(
+    [&] { (void)resource{pool_options{}, device_, std::vector<int>{device_, -1}}; });
   EXPECT_TRUE(contains(msg, "-1")) << msg;
-  msg = expect_throws<std::out_of_range>([] {
-    (void)resource{pool_options{}, 99, std::vector<int>{0}};
-  });
+  msg = expect_throws<std::out_of_range>(
+    [] { (void)resource{pool_options{}, 99, std::vector<int>{0}}; });
   EXPECT_TRUE(contains(msg, "99")) << msg;
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 

@@ -421,8 +421,7 @@ class gpu_test : public ::testing::Test {
 };
 
 template <class R>
-class async_resource_matrix : public gpu_test {
-};
+class async_resource_matrix : public gpu_test {};
 
 TYPED_TEST_SUITE_P(async_resource_matrix);
 

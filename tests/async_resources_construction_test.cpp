@@ -14,8 +14,8 @@
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
-#include <rmm_next/resource_ref.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -84,9 +84,9 @@ TEST_F(Construction, AnAdoptedPoolKeepsItsThresholdWhenConstructionFails)
     fake_cuda::current_pool({cudaMemLocationTypeHost, 0}, cudaMemAllocationTypePinned);
   EXPECT_THROW((async_pinned_resource{rmm_next::current_pool{}, 0, std::vector<int>{5}}),
                std::out_of_range);
-  EXPECT_THROW(
-    (async_pinned_resource{rmm_next::current_pool{.release_threshold = 42}, 0, std::vector<int>{7}}),
-    std::out_of_range);
+  EXPECT_THROW((async_pinned_resource{
+                 rmm_next::current_pool{.release_threshold = 42}, 0, std::vector<int>{7}}),
+               std::out_of_range);
   EXPECT_EQ(fake_cuda::record(host_pool).release_threshold, 0U);
 #if CUDART_VERSION < 13000
   // Before CUDA 13.0 no host pool is shared: the pinned resources created pools of their own,

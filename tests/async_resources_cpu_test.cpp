@@ -27,7 +27,8 @@ static_assert(std::is_nothrow_move_constructible_v<async_managed_resource>);
 
 // Each ref alias binds to exactly the resources whose properties it needs.
 static_assert(std::is_constructible_v<rmm_next::device_async_resource_ref, async_device_resource&>);
-static_assert(std::is_constructible_v<rmm_next::device_async_resource_ref, async_managed_resource&>);
+static_assert(
+  std::is_constructible_v<rmm_next::device_async_resource_ref, async_managed_resource&>);
 static_assert(std::is_constructible_v<rmm_next::device_async_resource_ref, async_pinned_resource&>);
 static_assert(std::is_constructible_v<rmm_next::device_resource_ref, async_device_resource&>);
 static_assert(
@@ -42,7 +43,8 @@ static_assert(std::is_constructible_v<rmm_next::host_resource_ref, async_managed
 static_assert(!std::is_constructible_v<rmm_next::host_async_resource_ref, async_device_resource&>);
 static_assert(!std::is_constructible_v<rmm_next::host_resource_ref, async_device_resource&>);
 // Refs never bind to temporaries.
-static_assert(!std::is_constructible_v<rmm_next::device_async_resource_ref, async_device_resource&&>);
+static_assert(
+  !std::is_constructible_v<rmm_next::device_async_resource_ref, async_device_resource&&>);
 // A ref with more properties converts to one with fewer, never the other way.
 static_assert(std::is_convertible_v<rmm_next::host_device_async_resource_ref,
                                     rmm_next::device_async_resource_ref>);
@@ -144,8 +146,8 @@ TEST(Alignment, BadAlignmentMessageNamesIt)
 TEST(AllocationFailure, OutOfMemoryNamesSizeAndDevice)
 {
   try {
-    rmm_next::detail::throw_allocation_failure(rmm_next::detail::memory_kind::device,
-                                               cudaErrorMemoryAllocation, 1ULL << 50, 3);
+    rmm_next::detail::throw_allocation_failure(
+      rmm_next::detail::memory_kind::device, cudaErrorMemoryAllocation, 1ULL << 50, 3);
     FAIL() << "no exception";
   } catch (rmm_next::out_of_memory const& e) {
     std::string const what = e.what();
@@ -158,8 +160,8 @@ TEST(AllocationFailure, OutOfMemoryNamesSizeAndDevice)
 TEST(AllocationFailure, OtherErrorsAreBadAllocNotOutOfMemory)
 {
   try {
-    rmm_next::detail::throw_allocation_failure(rmm_next::detail::memory_kind::managed,
-                                               cudaErrorInvalidValue, 64, 0);
+    rmm_next::detail::throw_allocation_failure(
+      rmm_next::detail::memory_kind::managed, cudaErrorInvalidValue, 64, 0);
     FAIL() << "no exception";
   } catch (rmm_next::out_of_memory const&) {
     FAIL() << "an invalid value is not exhaustion";
@@ -174,8 +176,8 @@ TEST(AllocationFailure, AStickyErrorIsACudaErrorSayingTheContextIsLost)
   // fails the same way until the process ends.
   for (cudaError_t sticky : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert}) {
     try {
-      rmm_next::detail::throw_allocation_failure(rmm_next::detail::memory_kind::device, sticky,
-                                                 64, 0);
+      rmm_next::detail::throw_allocation_failure(
+        rmm_next::detail::memory_kind::device, sticky, 64, 0);
       FAIL() << "no exception";
     } catch (rmm_next::cuda_error const& e) {
       EXPECT_EQ(e.code(), sticky);
@@ -207,9 +209,8 @@ TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
     EXPECT_NE(what.find("device 0 memory"), std::string::npos) << what;
     EXPECT_NE(what.find("cudaMemPoolSetAccess"), std::string::npos) << what;
   }
-  EXPECT_THROW(
-    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::pinned, 2, 3),
-    rmm_next::logic_error);
+  EXPECT_THROW(rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::pinned, 2, 3),
+               rmm_next::logic_error);
 }
 
 }  // namespace

@@ -33,8 +33,10 @@ bool primary_context_active(int device)
   CUresult (*get_state)(CUdevice, unsigned int*, int*) = nullptr;
   cudaDriverEntryPointQueryResult found{};
   EXPECT_EQ(cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState",
-                                             reinterpret_cast<void**>(&get_state), 7000,
-                                             cudaEnableDefault, &found),
+                                             reinterpret_cast<void**>(&get_state),
+                                             7000,
+                                             cudaEnableDefault,
+                                             &found),
             cudaSuccess);
   unsigned int flags{};
   int active{};
@@ -49,9 +51,12 @@ TEST(DeviceGuard, TouchingOnlyDeviceOneLeavesDeviceZeroWithoutAContext)
   std::thread{[] {  // a fresh thread: no current context, cudaGetDevice says 0
     (void)rmm_next::get_per_device_resource_ref(1);
     EXPECT_FALSE(primary_context_active(0)) << "after get_per_device_resource_ref(1)";
-    { rmm_next::detail::device_guard guard{1}; }
+    {
+      rmm_next::detail::device_guard guard{1};
+    }
     EXPECT_FALSE(primary_context_active(0)) << "after a device_guard for device 1";
-  }}.join();
+  }}
+    .join();
   std::thread{[] {  // again fresh: an owned pool on device 1, made and destroyed
     {
       rmm_next::async_device_resource owned{rmm_next::pool_options{}, 1};
@@ -59,7 +64,8 @@ TEST(DeviceGuard, TouchingOnlyDeviceOneLeavesDeviceZeroWithoutAContext)
       EXPECT_FALSE(primary_context_active(0)) << "after making an owned pool on device 1";
     }
     EXPECT_FALSE(primary_context_active(0)) << "after destroying an owned pool on device 1";
-  }}.join();
+  }}
+    .join();
   EXPECT_TRUE(primary_context_active(1));
   EXPECT_FALSE(primary_context_active(0));
 }
@@ -73,8 +79,12 @@ TEST(DeviceGuard, ThePendingErrorOfTheCallersKernelSurvives)
   noop_kernel<<<1, 4096>>>();  // more threads than a block may have: a launch error, pending
   cudaError_t const pending = cudaPeekAtLastError();
   ASSERT_NE(pending, cudaSuccess);
-  { rmm_next::detail::device_guard guard{other}; }
-  { rmm_next::async_device_resource owned{rmm_next::pool_options{}, other}; }
+  {
+    rmm_next::detail::device_guard guard{other};
+  }
+  {
+    rmm_next::async_device_resource owned{rmm_next::pool_options{}, other};
+  }
   EXPECT_EQ(cudaGetLastError(), pending);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }

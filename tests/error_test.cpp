@@ -89,7 +89,8 @@ bool names_a_source_line(std::string const& what)
 
 TEST(ErrorMessages, NameTheCallNotAnInternalHeaderAndLine)
 {
-  // A CUDA failure inside rmm-next: the message names the CUDA call, not an rmm-next header and line.
+  // A CUDA failure inside rmm-next: the message names the CUDA call, not an rmm-next header and
+  // line.
   try {
     (void)rmm_next::detail::device_attribute(cudaDevAttrMemoryPoolsSupported, -1);
     FAIL() << "no exception for device -1";
@@ -127,7 +128,8 @@ TEST(Expects, ThrowsLogicErrorWithMessage)
 
 TEST(Expects, ThrowsRequestedType)
 {
-  EXPECT_THROW(RMM_NEXT_EXPECTS(false, "bad size", rmm_next::out_of_memory), rmm_next::out_of_memory);
+  EXPECT_THROW(RMM_NEXT_EXPECTS(false, "bad size", rmm_next::out_of_memory),
+               rmm_next::out_of_memory);
 }
 
 TEST(Errors, CarryTheirMessages)

@@ -29,8 +29,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <string>
 
 #ifndef RMM_NEXT_TEST_IPC_IMPORTER

@@ -212,7 +212,7 @@ TEST(PerDeviceResourceMap, TheStandInAllocatesFromTheFactorysResource)
   EXPECT_EQ(res.calls_per_device[0].load(), 1);
   cuda::stream_ref const stream{cudaStream_t{}};  // the fake resource never touches the stream
   device_async_resource_ref ref = stand_in;
-  void* ptr = ref.allocate(stream, 64, 64);
+  void* ptr                     = ref.allocate(stream, 64, 64);
   ref.deallocate(stream, ptr, 64, 64);
   EXPECT_EQ(res.calls_per_device[0].load(), 1);
   EXPECT_TRUE(same(map.get(0), device_async_resource_ref{a})) << "still set";
@@ -579,8 +579,8 @@ TEST(PerDeviceResourceMap, SetAndResetKeepMemoryConstant)
 
   EXPECT_EQ(unexpected.load(), 0);
   std::size_t const grown = after > before ? after - before : 0;
-  EXPECT_LT(grown, std::size_t{16} << 20) << "the heap grew by " << grown << " bytes over "
-                                          << pairs << " set/reset pairs";
+  EXPECT_LT(grown, std::size_t{16} << 20)
+    << "the heap grew by " << grown << " bytes over " << pairs << " set/reset pairs";
   EXPECT_EQ(res.factory_calls.load(), devices);
 }
 

@@ -114,7 +114,7 @@ TEST(PerDeviceResource, SetAndResetDoNotMakeTheInitialResource)
   restore_device restore;
   ASSERT_EQ(cudaSuccess, cudaSetDevice(device));
   device_async_resource_ref stand_in = previous;
-  void* ptr = stand_in.allocate_sync(one_mib, rmm_next::default_alignment);
+  void* ptr                          = stand_in.allocate_sync(one_mib, rmm_next::default_alignment);
   EXPECT_EQ(device_of(ptr), device);
   stand_in.deallocate_sync(ptr, one_mib, rmm_next::default_alignment);
   EXPECT_NE(current_pool_threshold(device), 0U);

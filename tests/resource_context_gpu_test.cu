@@ -48,15 +48,10 @@ enum class host_kind { staging, count_ };
 /** The test library's defaults, each on the device's current pool of its memory type. */
 struct library_contexts {
   resource_context<kind> device{
-    [](int device) {
-      return rmm_next::async_device_resource{rmm_next::current_pool{}, device};
-    },
-    [](int device) {
-      return rmm_next::async_managed_resource{rmm_next::current_pool{}, device};
-    }};
-  resource_context<host_kind, host_device_async_resource_ref> host{[](int device) {
-    return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device};
-  }};
+    [](int device) { return rmm_next::async_device_resource{rmm_next::current_pool{}, device}; },
+    [](int device) { return rmm_next::async_managed_resource{rmm_next::current_pool{}, device}; }};
+  resource_context<host_kind, host_device_async_resource_ref> host{
+    [](int device) { return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device}; }};
 };
 
 constexpr std::size_t words = std::size_t{1} << 20;

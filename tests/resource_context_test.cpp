@@ -90,10 +90,8 @@ static_assert(
 
 // A host-device context takes host-accessible memory only: device memory does not bind.
 template <class Context, class Resource>
-concept settable = requires(Context& c, Resource& r)
-{
-  c.set(typename Context::kind_type{}, 0, r);
-};
+concept settable =
+  requires(Context& c, Resource& r) { c.set(typename Context::kind_type{}, 0, r); };
 using host_context = resource_context<host_kind, rmm_next::host_device_async_resource_ref>;
 static_assert(settable<host_context, fake_resource>);
 static_assert(!settable<host_context, rmm_next::async_device_resource>);

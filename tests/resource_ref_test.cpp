@@ -49,13 +49,19 @@ class basic_recording_resource {
     log->push_back({true, stream.get(), bytes, alignment, p, false});
     return p;
   }
-  void deallocate(cuda::stream_ref stream, void* p, std::size_t bytes, std::size_t alignment) noexcept
+  void deallocate(cuda::stream_ref stream,
+                  void* p,
+                  std::size_t bytes,
+                  std::size_t alignment) noexcept
   {
     log->push_back({true, stream.get(), bytes, alignment, p, true});
     std::free(p);
   }
   // CCCL 3.0 names
-  void* allocate(std::size_t bytes, std::size_t alignment) { return allocate_sync(bytes, alignment); }
+  void* allocate(std::size_t bytes, std::size_t alignment)
+  {
+    return allocate_sync(bytes, alignment);
+  }
   void deallocate(void* p, std::size_t bytes, std::size_t alignment) noexcept
   {
     deallocate_sync(p, bytes, alignment);
@@ -64,7 +70,10 @@ class basic_recording_resource {
   {
     return allocate(stream, bytes, alignment);
   }
-  void deallocate_async(void* p, std::size_t bytes, std::size_t alignment, cuda::stream_ref s) noexcept
+  void deallocate_async(void* p,
+                        std::size_t bytes,
+                        std::size_t alignment,
+                        cuda::stream_ref s) noexcept
   {
     deallocate(s, p, bytes, alignment);
   }
@@ -80,7 +89,8 @@ class basic_recording_resource {
 using recording_resource   = basic_recording_resource<true>;
 using device_only_resource = basic_recording_resource<false>;
 
-static_assert(std::is_constructible_v<rmm_next::host_device_async_resource_ref, recording_resource&>);
+static_assert(
+  std::is_constructible_v<rmm_next::host_device_async_resource_ref, recording_resource&>);
 static_assert(std::is_constructible_v<rmm_next::host_resource_ref, recording_resource&>);
 
 // One spelling on every CCCL: the refs offer none of CCCL 3.0's names, which CCCL 3.1 and later
@@ -92,7 +102,9 @@ template <class Ref>
 concept has_cccl30_async_names =
   requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.allocate_async(n, n, s); } ||
   requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.allocate_async(n, s); } ||
-  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.deallocate_async(p, n, n, s); } ||
+  requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) {
+    r.deallocate_async(p, n, n, s);
+  } ||
   requires(Ref& r, void* p, std::size_t n, cuda::stream_ref s) { r.deallocate_async(p, n, s); };
 template <class Ref>
 constexpr bool has_cccl30_names = has_cccl30_sync_names<Ref> || has_cccl30_async_names<Ref>;
@@ -177,7 +189,7 @@ TEST(RefConversion, StreamOrderedRefsBecomeSynchronousRefs)
   recording_resource r{&log};
   rmm_next::device_async_resource_ref async_ref{r};
   rmm_next::device_resource_ref sync_ref = async_ref;
-  void* p = sync_ref.allocate_sync(32, 8);
+  void* p                                = sync_ref.allocate_sync(32, 8);
   sync_ref.deallocate_sync(p, 32, 8);
   ASSERT_EQ(log.size(), 2U);
   EXPECT_FALSE(log[0].stream_ordered);
@@ -190,15 +202,16 @@ TEST(RefEquality, RefsToEqualResourcesCompareEqual)
   recording_resource a{&log_a};
   recording_resource a_copy{&log_a};
   recording_resource b{&log_b};
-  EXPECT_TRUE(rmm_next::device_async_resource_ref{a} == rmm_next::device_async_resource_ref{a_copy});
+  EXPECT_TRUE(rmm_next::device_async_resource_ref{a} ==
+              rmm_next::device_async_resource_ref{a_copy});
   EXPECT_FALSE(rmm_next::device_async_resource_ref{a} == rmm_next::device_async_resource_ref{b});
 }
 
 TEST(RefBinding, PropertiesDecideWhatBinds)
 {
-  static_assert(std::is_constructible_v<rmm_next::device_async_resource_ref, device_only_resource&>);
   static_assert(
-    !std::is_constructible_v<rmm_next::host_async_resource_ref, device_only_resource&>);
+    std::is_constructible_v<rmm_next::device_async_resource_ref, device_only_resource&>);
+  static_assert(!std::is_constructible_v<rmm_next::host_async_resource_ref, device_only_resource&>);
   static_assert(
     !std::is_constructible_v<rmm_next::host_device_resource_ref, device_only_resource&>);
   std::vector<call> log;

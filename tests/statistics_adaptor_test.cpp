@@ -82,22 +82,26 @@ void expect_counter(allocation_counter const& c,
 // ---- What the adaptor is ------------------------------------------------------------------------
 
 // Over each async resource and ref: the interfaces and properties of the upstream, on this CCCL.
-static_assert(rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<async_device_resource>,
-                                                             cuda::mr::device_accessible>);
+static_assert(
+  rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<async_device_resource>,
+                                                 cuda::mr::device_accessible>);
 static_assert(rmm_next::detail::synchronous_resource_with<statistics_adaptor<async_device_resource>,
                                                           cuda::mr::device_accessible>);
 static_assert(
   rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<async_managed_resource>,
                                                  cuda::mr::device_accessible,
                                                  cuda::mr::host_accessible>);
-static_assert(rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<async_pinned_resource>,
-                                                             cuda::mr::device_accessible,
-                                                             cuda::mr::host_accessible>);
-static_assert(rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<device_async_resource_ref>,
-                                                             cuda::mr::device_accessible>);
+static_assert(
+  rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<async_pinned_resource>,
+                                                 cuda::mr::device_accessible,
+                                                 cuda::mr::host_accessible>);
+static_assert(
+  rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<device_async_resource_ref>,
+                                                 cuda::mr::device_accessible>);
 static_assert(rmm_next::detail::synchronous_resource_with<statistics_adaptor<device_resource_ref>,
                                                           cuda::mr::device_accessible>);
-static_assert(!rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<device_resource_ref>>);
+static_assert(
+  !rmm_next::detail::stream_ordered_resource_with<statistics_adaptor<device_resource_ref>>);
 static_assert(cuda::has_property<adaptor, cuda::mr::device_accessible>);
 static_assert(cuda::has_property<adaptor, cuda::mr::host_accessible>);
 static_assert(

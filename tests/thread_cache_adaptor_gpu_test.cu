@@ -39,11 +39,11 @@ namespace {
 using rmm_next::async_device_resource;
 using rmm_next::thread_cache_adaptor;
 using rmm_next::thread_cache_options;
+using rmm_next::test::block_size;
 using rmm_next::test::count_mismatches_kernel;
 using rmm_next::test::fill_kernel;
 using rmm_next::test::grid_for;
 using rmm_next::test::stream_guard;
-using rmm_next::test::block_size;
 using word = std::uint32_t;
 
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
@@ -79,7 +79,8 @@ void fill(void* ptr, std::size_t bytes, word seed, cudaStream_t stream)
   fill_kernel<<<grid_for(n), block_size, 0, stream>>>(static_cast<word*>(ptr), n, seed);
 }
 
-void check(void const* ptr, std::size_t bytes, word seed, cudaStream_t stream, unsigned long long* out)
+void check(
+  void const* ptr, std::size_t bytes, word seed, cudaStream_t stream, unsigned long long* out)
 {
   std::size_t const n = bytes / sizeof(word);
   count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
@@ -87,7 +88,10 @@ void check(void const* ptr, std::size_t bytes, word seed, cudaStream_t stream, u
 }
 
 /** Writes `value` to every word of `out` again and again for `duration_ns`. */
-__global__ void keep_writing_kernel(word* out, std::size_t n, word value, unsigned long long duration_ns)
+__global__ void keep_writing_kernel(word* out,
+                                    std::size_t n,
+                                    word value,
+                                    unsigned long long duration_ns)
 {
   unsigned long long const t0 = rmm_next::test::global_timer_ns();
   long long const c0          = clock64();
@@ -156,8 +160,8 @@ TEST(ThreadCacheAdaptorGpu, AStreamMadeAtADestroyedStreamsHandleNeverRacesWithIt
   CHECK_CUDA(cudaStreamCreateWithFlags(&old_stream, cudaStreamNonBlocking));
   void* p = cache.allocate(old_stream, bytes);
   // The old stream keeps writing 0xdead into the block for 300 ms after it was freed there.
-  keep_writing_kernel<<<1, 256, 0, old_stream>>>(static_cast<word*>(p), bytes / sizeof(word),
-                                                 0xdead, 300'000'000ULL);
+  keep_writing_kernel<<<1, 256, 0, old_stream>>>(
+    static_cast<word*>(p), bytes / sizeof(word), 0xdead, 300'000'000ULL);
   cache.deallocate(old_stream, p, bytes);
   CHECK_CUDA(cudaStreamDestroy(old_stream));  // work still pending
 
@@ -252,7 +256,7 @@ TEST(ThreadCacheAdaptorGpu, ABoundedPoolRecoversAfterTheFlush)
   constexpr std::size_t mib = std::size_t{1} << 20;
   stream_guard guard;
   cudaStream_t const stream = guard;
-  auto upstream = owned_pool(64 * mib);
+  auto upstream             = owned_pool(64 * mib);
   thread_cache_options options;
   options.max_cached_bytes_per_thread = 64 * mib;
   thread_cache_adaptor<async_device_resource> cache{upstream, options};
@@ -286,10 +290,10 @@ TEST(ThreadCacheAdaptorGpu, ABoundedPoolRecoversAfterTheFlush)
 TEST(ThreadCacheAdaptorGpu, EnableThreadCacheWrapsTheProcessWideResource)
 {
   stream_guard guard;
-  cudaStream_t const stream = guard;
-  int const device                = 0;
-  auto const original             = rmm_next::get_per_device_resource_ref(device);
-  auto const wrapped              = rmm_next::enable_thread_cache(device);
+  cudaStream_t const stream               = guard;
+  int const device                        = 0;
+  auto const original                     = rmm_next::get_per_device_resource_ref(device);
+  auto const wrapped                      = rmm_next::enable_thread_cache(device);
   rmm_next::device_async_resource_ref ref = rmm_next::get_per_device_resource_ref(device);
   EXPECT_TRUE(wrapped == original);
   EXPECT_FALSE(ref == original);
@@ -324,7 +328,8 @@ TEST(ThreadCacheAdaptorGpu, CurrentDeviceFollowsSetDeviceOnEveryThread)
   }
   std::thread{[] {  // a fresh thread with no context yet: device 0, as cudaGetDevice says
     EXPECT_EQ(rmm_next::detail::current_device_fast(), 0);
-  }}.join();
+  }}
+    .join();
 }
 
 TEST(ThreadCacheAdaptorGpu, AFlushWhileAnotherThreadCapturesLosesNoBlock)
@@ -342,7 +347,8 @@ TEST(ThreadCacheAdaptorGpu, AFlushWhileAnotherThreadCapturesLosesNoBlock)
   std::thread{[&] { flushed = cache.flush(); }}.join();  // another thread flushes mid-capture
   cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
   (void)cudaGetLastError();
-  std::printf("flush during another thread's capture: %zu bytes returned, capture %s\n", flushed,
+  std::printf("flush during another thread's capture: %zu bytes returned, capture %s\n",
+              flushed,
               ended == cudaSuccess ? "intact" : cudaGetErrorName(ended));
   if (graph != nullptr) { (void)cudaGraphDestroy(graph); }
   // The driver may refuse the synchronization: then the block waits, counted as cached, and goes
@@ -502,7 +508,8 @@ TEST(ThreadCacheAdaptorGpu, StressSixteenThreadsManyStreams)
     CHECK_CUDA(cudaStreamSynchronize(last));
     auto const st = cache.statistics();
     std::printf("stress: hits %llu, misses %llu, bypasses %llu, flushes %llu\n",
-                static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
+                static_cast<unsigned long long>(st.hits),
+                static_cast<unsigned long long>(st.misses),
                 static_cast<unsigned long long>(st.bypasses),
                 static_cast<unsigned long long>(st.flushes));
     EXPECT_GT(st.hits, 0u);

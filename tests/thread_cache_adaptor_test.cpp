@@ -35,7 +35,10 @@ using rmm_next::thread_cache_adaptor;
 using rmm_next::thread_cache_options;
 using rmm_next::test::fake_resource;
 
-cuda::stream_ref fake_stream(std::uintptr_t n) { return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)}; }
+cuda::stream_ref fake_stream(std::uintptr_t n)
+{
+  return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)};
+}
 
 /**
  * The streams below are made-up handles, which only a process without a CUDA driver may use: the
@@ -49,7 +52,9 @@ class without_a_driver : public ::testing::Environment {
     int count{};
     bool const device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
     (void)cudaGetLastError();
-    if (device) { GTEST_SKIP() << "a CUDA device is usable: thread_cache_adaptor_gpu_test covers it"; }
+    if (device) {
+      GTEST_SKIP() << "a CUDA device is usable: thread_cache_adaptor_gpu_test covers it";
+    }
   }
 };
 [[maybe_unused]] ::testing::Environment* const no_driver_check =
@@ -71,8 +76,8 @@ class limited_resource : public fake_resource {
   {
     if (used_->fetch_add(bytes) + bytes > capacity_) {
       used_->fetch_sub(bytes);
-      throw rmm_next::out_of_memory{"rmm_next::out_of_memory: limited_resource: " +
-                                    std::to_string(bytes) + " bytes"};
+      throw rmm_next::out_of_memory{
+        "rmm_next::out_of_memory: limited_resource: " + std::to_string(bytes) + " bytes"};
     }
     return fake_resource::allocate(s, bytes, alignment);
   }
@@ -292,7 +297,7 @@ TEST(ThreadCacheAdaptor, CopiesShareOneCacheAndTheLastReturnsEverything)
   std::thread worker;
   {
     auto original = std::make_unique<thread_cache_adaptor<fake_resource>>(upstream);
-    auto copy = *original;
+    auto copy     = *original;
     EXPECT_TRUE(copy == *original);
     EXPECT_FALSE(copy == thread_cache_adaptor<fake_resource>{upstream});
     void* p = original->allocate(s1, 256);

@@ -199,8 +199,8 @@ TEST_F(ThrustAllocator, DeviceVectorAllocatesAndFreesOnItsStream)
 
     // A cuda policy takes every iterator for device memory: copy to the host with the runtime.
     std::vector<int> host(v.size());
-    ASSERT_CUDA_OK(cudaMemcpyAsync(host.data(), second_buffer, host.size() * sizeof(int),
-                                   cudaMemcpyDeviceToHost, stream_));
+    ASSERT_CUDA_OK(cudaMemcpyAsync(
+      host.data(), second_buffer, host.size() * sizeof(int), cudaMemcpyDeviceToHost, stream_));
     ASSERT_CUDA_OK(cudaStreamSynchronize(stream_));
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < 2 * n; ++i) {
@@ -232,8 +232,11 @@ TEST_F(ThrustAllocator, FillAndCopyConstructionRunOnTheStream)
   auto const policy = thrust::cuda::par.on(stream_);
   EXPECT_EQ(thrust::reduce(policy, filled.begin(), filled.end(), 0), 42000);
   std::vector<int> back(copy.size());
-  ASSERT_CUDA_OK(cudaMemcpyAsync(back.data(), thrust::raw_pointer_cast(copy.data()),
-                                 back.size() * sizeof(int), cudaMemcpyDeviceToHost, stream_));
+  ASSERT_CUDA_OK(cudaMemcpyAsync(back.data(),
+                                 thrust::raw_pointer_cast(copy.data()),
+                                 back.size() * sizeof(int),
+                                 cudaMemcpyDeviceToHost,
+                                 stream_));
   ASSERT_CUDA_OK(cudaStreamSynchronize(stream_));
   EXPECT_EQ(back, source);
 }
@@ -324,7 +327,8 @@ TEST(ThrustAllocatorDefaults, CurrentDeviceResourceOnTheDefaultStream)
   EXPECT_EQ(static_cast<int>(v[3]), 9);
 }
 
-// ---- Two devices: the allocator keeps to the device of its stream --------------------------------
+// ---- Two devices: the allocator keeps to the device of its stream
+// --------------------------------
 
 class ThrustAllocatorDevices : public ::testing::Test {
  protected:

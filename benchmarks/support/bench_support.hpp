@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-
 namespace rmm_next_bench {
 
 // ---- Deferred registration ---------------------------------------------------------------------

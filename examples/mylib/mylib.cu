@@ -27,9 +27,7 @@ context& resources()
 {
   static context instance{
     // allocation_kind::temporaries: the device's current pool, shared with cudaMallocAsync users.
-    [](int device) {
-      return rmm_next::async_device_resource{rmm_next::current_pool{}, device};
-    },
+    [](int device) { return rmm_next::async_device_resource{rmm_next::current_pool{}, device}; },
     // allocation_kind::results: what the application chose for the whole process.
     rmm_next::use_process_wide_resource{}};
   return instance;
@@ -40,9 +38,7 @@ host_context& host_resources()
   static host_context instance{
     // host_allocation_kind::pinned_staging: the host's current pinned pool, which kernels on
     // every device may read.
-    [](int device) {
-      return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device};
-    }};
+    [](int device) { return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device}; }};
   return instance;
 }
 

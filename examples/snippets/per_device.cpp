@@ -29,9 +29,8 @@ namespace mylib {
  */
 inline rmm_next::per_device_resource_map<rmm_next::device_async_resource_ref>& resources()
 {
-  static rmm_next::per_device_resource_map<rmm_next::device_async_resource_ref> map{[](int device) {
-    return rmm_next::async_managed_resource{rmm_next::current_pool{}, device};
-  }};
+  static rmm_next::per_device_resource_map<rmm_next::device_async_resource_ref> map{
+    [](int device) { return rmm_next::async_managed_resource{rmm_next::current_pool{}, device}; }};
   return map;
 }
 

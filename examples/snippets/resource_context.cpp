@@ -56,9 +56,7 @@ inline context& resources()
 {
   static context instance{
     // allocation_kind::temporaries: the device's current pool.
-    [](int device) {
-      return rmm_next::async_device_resource{rmm_next::current_pool{}, device};
-    },
+    [](int device) { return rmm_next::async_device_resource{rmm_next::current_pool{}, device}; },
     // allocation_kind::results: what the application chose process-wide.
     rmm_next::use_process_wide_resource{}};
   return instance;
@@ -78,9 +76,8 @@ using host_context =
 
 inline host_context& host_resources()
 {
-  static host_context instance{[](int device) {
-    return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device};
-  }};
+  static host_context instance{
+    [](int device) { return rmm_next::async_pinned_resource{rmm_next::current_pool{}, device}; }};
   return instance;
 }
 

@@ -87,8 +87,8 @@ void nvtx(cudaStream_t stream)
   // [nvtx]
   // Nothing to write: run under `nsys profile --trace=cuda,nvtx` and these two calls show as
   // ranges in the rmm_next domain, "statistics_adaptor::allocate" around
-  // "async_device_resource::allocate", and compute-sanitizer's leak reports name the 1 MiB at p after
-  // the resource ("async_device_resource dev 0 pool 0x...").
+  // "async_device_resource::allocate", and compute-sanitizer's leak reports name the 1 MiB at p
+  // after the resource ("async_device_resource dev 0 pool 0x...").
   rmm_next::statistics_adaptor stats{rmm_next::async_device_resource{}};
   void* p = stats.allocate(stream, 1 << 20);
   stats.deallocate(stream, p, 1 << 20);

@@ -60,7 +60,7 @@ void process_wide(cudaStream_t stream)
   rmm_next::enable_thread_cache(0);  // every user of device 0's process-wide resource
 
   rmm_next::device_async_resource_ref mr = rmm_next::get_per_device_resource_ref(0);
-  void* p = mr.allocate(stream, 4096);  // through the cache
+  void* p                                = mr.allocate(stream, 4096);  // through the cache
   mr.deallocate(stream, p, 4096);
   // [process-wide end]
   expect(mr.allocate(stream, 4096) == p, "the process-wide ref reuses the block");

@@ -22,7 +22,8 @@ __global__ void iota(int* data, std::size_t n)
 
 void print_statistics(char const* name, rmm_next::pool_statistics const& s)
 {
-  std::printf("  %-24s reserved %10llu B (high %10llu B), used %10llu B (high %10llu B)\n", name,
+  std::printf("  %-24s reserved %10llu B (high %10llu B), used %10llu B (high %10llu B)\n",
+              name,
               static_cast<unsigned long long>(s.reserved_bytes),
               static_cast<unsigned long long>(s.reserved_bytes_high),
               static_cast<unsigned long long>(s.used_bytes),

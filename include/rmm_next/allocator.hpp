@@ -27,8 +27,8 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
  * host-accessible resources) and by any stream as soon as `allocate` returns. Deallocation
  * returns memory at once, so work that still uses it on other streams must be complete.
  * Standard containers construct their elements on the host, so `Resource` must be
- * `host_accessible` (`async_pinned_resource`, `async_managed_resource`); instantiating the allocator
- * over device-only memory fails to compile with a message pointing at `thrust_allocator`.
+ * `host_accessible` (`async_pinned_resource`, `async_managed_resource`); instantiating the
+ * allocator over device-only memory fails to compile with a message pointing at `thrust_allocator`.
  *
  * The rmm-next resources are cheap copyable handles, so the allocator holds a copy: it keeps the
  * pool alive and stays valid after the resource it was made from is gone. Two allocators compare
@@ -43,7 +43,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
  * @tparam Resource A copyable, host-accessible synchronous memory resource.
  */
 template <class T, class Resource>
-requires detail::synchronous_resource_with<Resource>
+  requires detail::synchronous_resource_with<Resource>
 class allocator : public detail::allocator_base<T> {
   static_assert(cuda::has_property<Resource, cuda::mr::host_accessible>,
                 "rmm_next::allocator<T, Resource>: Resource is not host_accessible, but standard "
@@ -61,7 +61,8 @@ class allocator : public detail::allocator_base<T> {
 
   /** @brief Allocates from a default-constructed `Resource` (for the async resources: the
    * current device's current pool). */
-  allocator() requires std::default_initializable<Resource>
+  allocator()
+    requires std::default_initializable<Resource>
   = default;
 
   /** @brief Allocates from a copy of `resource`. */

@@ -41,7 +41,8 @@ class async_device_resource : public detail::async_pool_resource<async_device_re
 
 static_assert(
   detail::stream_ordered_resource_with<async_device_resource, cuda::mr::device_accessible>);
-static_assert(detail::synchronous_resource_with<async_device_resource, cuda::mr::device_accessible>);
+static_assert(
+  detail::synchronous_resource_with<async_device_resource, cuda::mr::device_accessible>);
 static_assert(!cuda::has_property<async_device_resource, cuda::mr::host_accessible>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -199,12 +199,13 @@ inline bool device_exports_fabric(int device) noexcept
   if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) {
     (void)cudaGetLastError();
     std::string const name = handle_type_name(type);
-    throw_error<logic_error>("export_pool", "the pool cannot be exported as " + name + " (" +
-                                              call + " returned " + cudaGetErrorName(status) +
-                                              "); export a pool created with "
-                                              "pool_options::export_handle_type = "
-                                              "allocation_handle_type::" +
-                                              name);
+    throw_error<logic_error>("export_pool",
+                             "the pool cannot be exported as " + name + " (" + call + " returned " +
+                               cudaGetErrorName(status) +
+                               "); export a pool created with "
+                               "pool_options::export_handle_type = "
+                               "allocation_handle_type::" +
+                               name);
   }
   throw_cuda_error(status, call, "export_pool");
 }

@@ -64,10 +64,10 @@ concept shared_resource_for = !converts_to_ref<R, Ref> && is_shared_ptr<R> &&
  */
 template <class Factory, class Ref>
 concept initial_resource_factory =
-  std::copy_constructible<std::decay_t<Factory>> && std::invocable < std::decay_t<Factory>
-&, int > &&(converts_to_ref<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
-            resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
-            shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
+  std::copy_constructible<std::decay_t<Factory>> && std::invocable<std::decay_t<Factory>&, int> &&
+  (converts_to_ref<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
+   resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
+   shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
 
 /** @brief A process-unique number for each map, never reused (unlike addresses). */
 inline std::uint64_t next_map_id() noexcept
@@ -128,7 +128,7 @@ class per_device_resource_map {
    * @throws rmm_next::logic_error if `device_count` is negative.
    */
   template <class Factory>
-  requires detail::initial_resource_factory<Factory, Ref>
+    requires detail::initial_resource_factory<Factory, Ref>
   explicit per_device_resource_map(Factory&& factory,
                                    std::optional<int> device_count = std::nullopt)
     : make_initial_{bind_factory(std::forward<Factory>(factory))}

@@ -72,11 +72,10 @@ class polymorphic_allocator : public detail::allocator_base<T> {
    * them), which must outlive the allocator and its copies.
    */
   template <class Resource>
-  requires(!detail::is_polymorphic_allocator<std::remove_cv_t<Resource>> &&
-           !std::is_same_v<std::remove_cv_t<Resource>, resource_ref_type> &&
-           std::is_constructible_v<resource_ref_type, Resource&>)
-    polymorphic_allocator(Resource& resource)
-  noexcept  // NOLINT(google-explicit-constructor)
+    requires(!detail::is_polymorphic_allocator<std::remove_cv_t<Resource>> &&
+             !std::is_same_v<std::remove_cv_t<Resource>, resource_ref_type> &&
+             std::is_constructible_v<resource_ref_type, Resource&>)
+  polymorphic_allocator(Resource& resource) noexcept  // NOLINT(google-explicit-constructor)
     : ref_{resource}
   {
   }

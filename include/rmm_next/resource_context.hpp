@@ -143,9 +143,9 @@ class resource_context {
    * @param defaults One factory per kind: the first for the kind of value 0, and so on.
    */
   template <class... Factories>
-  requires(sizeof...(Factories) == kind_count &&
-           (detail::initial_resource_factory<Factories, Ref> &&
-            ...)) explicit resource_context(Factories&&... defaults)
+    requires(sizeof...(Factories) == kind_count &&
+             (detail::initial_resource_factory<Factories, Ref> && ...))
+  explicit resource_context(Factories&&... defaults)
     : resource_context(std::nullopt, std::forward<Factories>(defaults)...)
   {
   }
@@ -157,9 +157,9 @@ class resource_context {
    * @throws rmm_next::logic_error if `device_count` is negative.
    */
   template <class... Factories>
-  requires(sizeof...(Factories) == kind_count &&
-           (detail::initial_resource_factory<Factories, Ref> && ...))
-    resource_context(std::optional<int> device_count, Factories&&... defaults)
+    requires(sizeof...(Factories) == kind_count &&
+             (detail::initial_resource_factory<Factories, Ref> && ...))
+  resource_context(std::optional<int> device_count, Factories&&... defaults)
     : maps_{{map_type{std::forward<Factories>(defaults), device_count}...}}
   {
   }
@@ -233,9 +233,10 @@ class resource_context {
     auto const value = static_cast<wide>(kind);
     if (std::cmp_less(value, 0) || std::cmp_greater_equal(value, kind_count)) {
       detail::throw_error<std::out_of_range>(
-        "resource_context", "allocation kind " + std::to_string(value) + " is out of range [0, " +
-                              std::to_string(kind_count) + "): the context serves " +
-                              std::to_string(kind_count) + " kind(s)");
+        "resource_context",
+        "allocation kind " + std::to_string(value) + " is out of range [0, " +
+          std::to_string(kind_count) + "): the context serves " + std::to_string(kind_count) +
+          " kind(s)");
     }
     return static_cast<std::size_t>(value);
   }

@@ -78,7 +78,8 @@ class ref_adaptor : public CcclRef {
 
   /** @brief Converts from a ref with a superset of the properties. */
   template <class OtherRef>
-    requires(!std::is_same_v<OtherRef, CcclRef> && std::is_constructible_v<CcclRef, OtherRef const&>)
+    requires(!std::is_same_v<OtherRef, CcclRef> &&
+             std::is_constructible_v<CcclRef, OtherRef const&>)
   ref_adaptor(ref_adaptor<OtherRef> const& other) noexcept  // NOLINT(implicit)
     : CcclRef(static_cast<OtherRef const&>(other))
   {

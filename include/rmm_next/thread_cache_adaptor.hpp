@@ -4,17 +4,17 @@
  */
 #pragma once
 
-#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cccl30_members.hpp>
-#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -186,7 +186,9 @@ class thread_cache_state final : public cache_backend {
 template <class Upstream>
 int device_of_upstream(Upstream const& upstream)
 {
-  if constexpr (requires { { upstream.device() } -> std::convertible_to<int>; }) {
+  if constexpr (requires {
+                  { upstream.device() } -> std::convertible_to<int>;
+                }) {
     return upstream.device();
   } else {
     int device{};
@@ -270,7 +272,7 @@ class thread_cache_adaptor
     }
     std::uint64_t const id = detail::stream_id(handle);
     if (id == 0) { return bypass_allocate(stream, bytes, alignment); }
-    std::size_t const cls         = detail::size_class_of(bytes);
+    std::size_t const cls             = detail::size_class_of(bytes);
     detail::thread_cache* const cache = detail::local_cache(state_->registry_);
     if (cache == nullptr) { return allocate_upstream(stream, detail::size_class_bytes(cls)); }
     std::vector<detail::cached_block> stale;
@@ -375,7 +377,10 @@ class thread_cache_adaptor
       sum.bypasses += c.bypasses;
       sum.cached_bytes += c.cached_bytes;
     }
-    return {sum.hits, sum.misses, sum.bypasses, sum.cached_bytes + state_->deferred_bytes(),
+    return {sum.hits,
+            sum.misses,
+            sum.bypasses,
+            sum.cached_bytes + state_->deferred_bytes(),
             r.flushes.load(std::memory_order_relaxed)};
   }
 
@@ -400,9 +405,8 @@ class thread_cache_adaptor
 
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
   {
-    return bytes != 0 && bytes <= state_->max_block_size_ &&
-           alignment <= default_alignment && alignment != 0 &&
-           (alignment & (alignment - 1)) == 0;
+    return bytes != 0 && bytes <= state_->max_block_size_ && alignment <= default_alignment &&
+           alignment != 0 && (alignment & (alignment - 1)) == 0;
   }
 
   detail::thread_cache* local_cache_noexcept() noexcept

@@ -13,8 +13,8 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
-#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -62,7 +62,8 @@ R guarded(R on_failure, F&& f) noexcept
   } catch (std::exception const& e) {
     set_last_error(e.what());
   } catch (...) {
-    set_last_error("rmm_next::allocator_plugin: an unknown exception was caught at the C interface");
+    set_last_error(
+      "rmm_next::allocator_plugin: an unknown exception was caught at the C interface");
   }
   return on_failure;
 }
@@ -98,9 +99,9 @@ class plugin_state {
     }
     if (device < 0 || device >= device_count) {
       detail::throw_error<std::out_of_range>(
-        "allocator_plugin", "device " + std::to_string(device) +
-                              " is not a visible device (count " + std::to_string(device_count) +
-                              "); pass an id in [0, count) or -1");
+        "allocator_plugin",
+        "device " + std::to_string(device) + " is not a visible device (count " +
+          std::to_string(device_count) + "); pass an id in [0, count) or -1");
     }
     return device;
   }
@@ -459,8 +460,9 @@ RMM_NEXT_EXPORT void rmm_next_cupy_free(void* /*param*/, void* ptr, int /*device
     auto const record = state().table.take(ptr);
     if (!record) {
       rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_cupy_free was given a pointer not allocated by "
-                            "rmm_next_cupy_malloc; it is not freed");
+        "allocator_plugin",
+        "rmm_next_cupy_free was given a pointer not allocated by "
+        "rmm_next_cupy_malloc; it is not freed");
     }
     rmm_next::plugin::deallocate(source::cupy, ptr, record->bytes, record->device, record->stream);
     return 0;

@@ -83,10 +83,11 @@ class device_slot {
     if (choice.kind) {
       if (live_bytes != 0) {
         detail::throw_error<std::logic_error>(
-          "allocator_plugin", std::string{call} + ": device " + std::to_string(device) +
-                                " still has " + std::to_string(live_bytes) +
-                                " bytes allocated through rmm-next; free them before changing its "
-                                "resource");
+          "allocator_plugin",
+          std::string{call} + ": device " + std::to_string(device) + " still has " +
+            std::to_string(live_bytes) +
+            " bytes allocated through rmm-next; free them before changing its "
+            "resource");
       }
       bool const had_cache                     = cache_in_place(device);
       thread_cache_options const cache_options = cache_options_;

@@ -56,11 +56,14 @@ void instantiate_everything(cudaStream_t stream, cudaMemPool_t pool)
   rmm_next::async_device_resource view{pool};
   rmm_next::async_managed_resource managed{rmm_next::default_pool{}};
   rmm_next::async_pinned_resource pinned{rmm_next::current_pool{}, 0, {0}};
-  use<rmm_next::async_device_resource, rmm_next::device_async_resource_ref,
+  use<rmm_next::async_device_resource,
+      rmm_next::device_async_resource_ref,
       rmm_next::device_resource_ref>(device, stream);
-  use<rmm_next::async_managed_resource, rmm_next::host_device_async_resource_ref,
+  use<rmm_next::async_managed_resource,
+      rmm_next::host_device_async_resource_ref,
       rmm_next::host_device_resource_ref>(managed, stream);
-  use<rmm_next::async_pinned_resource, rmm_next::host_async_resource_ref,
+  use<rmm_next::async_pinned_resource,
+      rmm_next::host_async_resource_ref,
       rmm_next::host_resource_ref>(pinned, stream);
 
   use_map<rmm_next::device_async_resource_ref>(device);

@@ -15,8 +15,8 @@
 
 #include "support/fake_resource.hpp"
 
-#include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/statistics_adaptor.hpp>

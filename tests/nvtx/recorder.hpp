@@ -31,14 +31,14 @@ enum class call {
 /** @brief One recorded call. */
 struct event {
   call kind{};
-  std::string domain;      ///< the domain's name ("" for the default domain)
-  std::string text;        ///< registered string or range message
-  void const* ptr{};       ///< region start
-  std::size_t bytes{};     ///< region size
-  void const* heap{};      ///< region heap (nullptr: NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE)
-  std::uint32_t type{};    ///< region type (NVTX_MEM_TYPE_*) or unregister/name ref type
+  std::string domain;         ///< the domain's name ("" for the default domain)
+  std::string text;           ///< registered string or range message
+  void const* ptr{};          ///< region start
+  std::size_t bytes{};        ///< region size
+  void const* heap{};         ///< region heap (nullptr: NVTX_MEM_HEAP_HANDLE_PROCESS_WIDE)
+  std::uint32_t type{};       ///< region type (NVTX_MEM_TYPE_*) or unregister/name ref type
   std::uint32_t name_type{};  ///< message type of a region name (NVTX_MESSAGE_TYPE_*)
-  std::uint64_t thread{};  ///< a small number per recording thread
+  std::uint64_t thread{};     ///< a small number per recording thread
 };
 
 /** @brief True once NVTX called InitializeInjectionNvtx2 (the core API is attached). */

@@ -56,7 +56,7 @@ int main(int argc, char** argv)
         "the executable sees that map too");
 
   // The ABI namespace: rmm-next's major and minor version and the CCCL version.
-  std::string const abi = RMM_NEXT_STRINGIFY(RMM_NEXT_ABI_NAMESPACE);
+  std::string const abi          = RMM_NEXT_STRINGIFY(RMM_NEXT_ABI_NAMESPACE);
   std::string const expected_abi = "v" + std::to_string(RMM_NEXT_VERSION_MAJOR) + "_" +
                                    std::to_string(RMM_NEXT_VERSION_MINOR) + "_cccl" +
                                    std::to_string(CCCL_VERSION);

@@ -24,12 +24,12 @@
 #include <rmm/mr/per_device_resource.hpp>
 #include <rmm/mr/statistics_resource_adaptor.hpp>
 
-#include <cuda/buffer>
-#include <cuda/std/version>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <thrust/reduce.h>
 #include <thrust/sequence.h>
+#include <cuda/buffer>
+#include <cuda/std/version>
 
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +40,7 @@ static_assert(CCCL_MAJOR_VERSION > 3 || (CCCL_MAJOR_VERSION == 3 && CCCL_MINOR_V
 
 namespace {
 
-using word = std::uint32_t;
+using word              = std::uint32_t;
 constexpr std::size_t n = std::size_t{1} << 20;
 
 rmm_next::async_device_resource owned_pool()
@@ -123,8 +123,8 @@ void buffer_round_trip(Resource resource)
   rmm_next::test::fill_kernel<<<rmm_next::test::grid_for(n), 256, 0, stream.value()>>>(
     buf.data(), n, 9);
   std::vector<word> host(n);
-  ASSERT_EQ(cudaMemcpyAsync(host.data(), buf.data(), n * sizeof(word), cudaMemcpyDeviceToHost,
-                            stream.value()),
+  ASSERT_EQ(cudaMemcpyAsync(
+              host.data(), buf.data(), n * sizeof(word), cudaMemcpyDeviceToHost, stream.value()),
             cudaSuccess);
   stream.synchronize();
   std::size_t wrong = 0;

@@ -64,10 +64,10 @@ cudaMemPool_t add_pool(cudaMemLocation location, cudaMemAllocationType type, boo
 
 cudaMemPool_t driver_pool(cudaMemLocation const* location, cudaMemAllocationType type, int which)
 {
-  auto const key = std::make_tuple(static_cast<int>(location->type) * 2 + which, location->id,
-                                   static_cast<int>(type));
-  auto& pools    = driver_pools();
-  auto const it  = pools.find(key);
+  auto const key = std::make_tuple(
+    static_cast<int>(location->type) * 2 + which, location->id, static_cast<int>(type));
+  auto& pools   = driver_pools();
+  auto const it = pools.find(key);
   if (it != pools.end()) { return it->second; }
   return pools[key] = add_pool(*location, type, false);
 }
@@ -221,7 +221,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
   auto const it = entries.find(symbol);
   *function     = it == entries.end() ? nullptr : it->second;
   if (status != nullptr) {
-    *status = it == entries.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
+    *status =
+      it == entries.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
   }
   return cudaSuccess;
 }
@@ -288,9 +289,7 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
-  if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) {
-    return s;
-  }
+  if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) { return s; }
   if (attr == cudaMemPoolAttrReleaseThreshold) {
     std::uint64_t v{};
     std::memcpy(&v, value, sizeof(v));
@@ -349,9 +348,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
 
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t)
 {
-  if (cudaError_t const s = fc::injected("cudaMallocFromPoolAsync"); s != cudaSuccess) {
-    return s;
-  }
+  if (cudaError_t const s = fc::injected("cudaMallocFromPoolAsync"); s != cudaSuccess) { return s; }
   *ptr = reinterpret_cast<void*>(fc::fake().next_address);
   fc::fake().next_address += (size + 255) / 256 * 256 + 256;
   fc::record(pool).used_bytes += size;

@@ -49,9 +49,10 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
 
 [[noreturn]] inline void throw_bad_alignment(memory_kind kind, std::size_t alignment)
 {
-  throw_error<bad_alloc>(resource_name(kind), "alignment " + std::to_string(alignment) +
-                                                " is not a power of two no greater than " +
-                                                std::to_string(default_alignment));
+  throw_error<bad_alloc>(resource_name(kind),
+                         "alignment " + std::to_string(alignment) +
+                           " is not a power of two no greater than " +
+                           std::to_string(default_alignment));
 }
 
 [[noreturn]] inline void throw_allocation_failure(memory_kind kind,
@@ -80,7 +81,7 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
   std::string const where = kind == memory_kind::pinned
                               ? " bytes of pinned host memory (resource device "
                               : " bytes on device ";
-  std::string const tail = std::to_string(device) + (kind == memory_kind::pinned ? ")" : "") +
+  std::string const tail  = std::to_string(device) + (kind == memory_kind::pinned ? ")" : "") +
                            " (" + cudaGetErrorName(status) + ": " + cudaGetErrorString(status) +
                            ")";
   std::string const failed = "failed to allocate " + std::to_string(bytes) + where + tail;
@@ -98,8 +99,9 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
 {
   std::string const mine   = "device " + std::to_string(resource_device);
   std::string const theirs = "device " + std::to_string(stream_device);
-  std::string const memory =
-    kind == memory_kind::pinned ? "pinned host memory of the resource on " + mine : mine + " memory";
+  std::string const memory = kind == memory_kind::pinned
+                               ? "pinned host memory of the resource on " + mine
+                               : mine + " memory";
   throw_error<device_mismatch>(std::string{resource_name(kind)} + "::allocate",
                                "device_mismatch: given a stream of " + theirs + ", but " + theirs +
                                  " has no access to the " + memory +
@@ -343,7 +345,10 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
   }
 
   /** @brief `allocate`, checking the stream's device first when `check_stream` is true. */
-  void* allocate_on(cudaStream_t stream, std::size_t bytes, std::size_t alignment, bool check_stream)
+  void* allocate_on(cudaStream_t stream,
+                    std::size_t bytes,
+                    std::size_t alignment,
+                    bool check_stream)
   {
     nvtx_range const range{nvtx_range_names().allocate};
     check_alignment(alignment);

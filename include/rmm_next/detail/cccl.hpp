@@ -49,4 +49,3 @@ concept synchronous_resource_with = cuda::mr::resource_with<R, Properties...>;
 #endif
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
-

@@ -8,7 +8,8 @@
 // message, instead of reporting a screen of errors from rmm-next's first `requires` clause on.
 // MSVC keeps __cplusplus at 199711L unless /Zc:__cplusplus is given: _MSVC_LANG is its version.
 #if defined(_MSVC_LANG) && _MSVC_LANG < 202002L || !defined(_MSVC_LANG) && __cplusplus < 202002L
-#error "rmm_next: compiled below C++20, which rmm-next needs; use -std=c++20 (MSVC: /std:c++20) or link the CMake target rmm-next::rmm-next"
+#error \
+  "rmm_next: compiled below C++20, which rmm-next needs; use -std=c++20 (MSVC: /std:c++20) or link the CMake target rmm-next::rmm-next"
 // g++ and clang go on after #error; a missing include is fatal everywhere. nvcc stops after
 // preprocessing on its own.
 #if !defined(__NVCC__)

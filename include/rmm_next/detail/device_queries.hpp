@@ -48,9 +48,9 @@ inline int current_device()
 inline int checked_device(int device, int count, std::string_view what)
 {
   if (device < 0 || device >= count) {
-    throw_error<std::out_of_range>(what, "device id " + std::to_string(device) +
-                                           " is out of range: " + std::to_string(count) +
-                                           " CUDA device(s) are visible");
+    throw_error<std::out_of_range>(what,
+                                   "device id " + std::to_string(device) + " is out of range: " +
+                                     std::to_string(count) + " CUDA device(s) are visible");
   }
   return device;
 }

@@ -63,15 +63,15 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
     }
   }
   if (device && std::find(users.begin(), users.end(), *device) == users.end()) {
-    throw_error<logic_error>(resource_name(kind), "the viewed pool is not accessible from device " +
-                                                    std::to_string(*device) +
-                                                    "; name the device the pool belongs to");
+    throw_error<logic_error>(resource_name(kind),
+                             "the viewed pool is not accessible from device " +
+                               std::to_string(*device) + "; name the device the pool belongs to");
   }
   if (!device && users.size() > 1) {
-    throw_error<logic_error>(resource_name(kind), "the viewed pool is accessible from devices " +
-                                                    listed +
-                                                    ", so its own device cannot be told; name it: " +
-                                                    resource_name(kind) + "{pool, device}");
+    throw_error<logic_error>(
+      resource_name(kind),
+      "the viewed pool is accessible from devices " + listed +
+        ", so its own device cannot be told; name it: " + resource_name(kind) + "{pool, device}");
   }
   int const id = device ? *device : users.empty() ? current_device() : users.front();
   check_support(kind, id);

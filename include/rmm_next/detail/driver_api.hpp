@@ -25,11 +25,11 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
-  CUresult (*stream_get_id)(CUstream, unsigned long long*)         = nullptr;
+  CUresult (*stream_get_id)(CUstream, unsigned long long*)          = nullptr;
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*ctx_get_current)(CUcontext*)                          = nullptr;
-  CUresult (*ctx_get_device)(CUdevice*)                            = nullptr;
-  CUresult (*ctx_set_current)(CUcontext)                           = nullptr;
+  CUresult (*ctx_get_current)(CUcontext*)                           = nullptr;
+  CUresult (*ctx_get_device)(CUdevice*)                             = nullptr;
+  CUresult (*ctx_set_current)(CUcontext)                            = nullptr;
   CUresult (*stream_get_device)(CUstream, CUdevice*)                = nullptr;  ///< driver 12.8+
   CUresult (*stream_get_ctx)(CUstream, CUcontext*)                  = nullptr;
 };
@@ -80,7 +80,9 @@ inline driver_api const& driver() noexcept
 inline std::uint64_t stream_id(cudaStream_t stream) noexcept
 {
   auto const fn = driver().stream_get_id;
-  if (fn == nullptr) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream)); }
+  if (fn == nullptr) {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream));
+  }
   unsigned long long id{};
   return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
 }

@@ -23,16 +23,13 @@
  * "rmm_next::" + `msg` when `cond` is false; `msg` reads "<what>: <what happened>", the scheme of
  * `detail::error_message`.
  */
-#define RMM_NEXT_EXPECTS(...)                                                               \
-  RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)( \
-    __VA_ARGS__)
+#define RMM_NEXT_EXPECTS(...) \
+  RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)(__VA_ARGS__)
 #define RMM_NEXT_EXPECTS_SELECT(_1, _2, _3, name, ...) name
-#define RMM_NEXT_EXPECTS_2(cond, msg) RMM_NEXT_EXPECTS_3(cond, msg, ::rmm_next::logic_error)
-#define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                                        \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
-      throw exception_type{std::string{"rmm_next::"} + (msg)};                               \
-    }                                                                                        \
+#define RMM_NEXT_EXPECTS_2(cond, msg)                  RMM_NEXT_EXPECTS_3(cond, msg, ::rmm_next::logic_error)
+#define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                         \
+  do {                                                                        \
+    if (!(cond)) { throw exception_type{std::string{"rmm_next::"} + (msg)}; } \
   } while (0)
 
 /**
@@ -40,10 +37,10 @@
  * `rmm_next::cuda_error` ("rmm_next::cuda_error: <call> returned <error> (<description>)"), naming
  * the call and the error, not rmm-next's source location, which says nothing to the user.
  */
-#define RMM_NEXT_CUDA_TRY(call)                                                         \
-  do {                                                                                  \
-    cudaError_t const rmm_next_status_ = (call);                                        \
-    if (rmm_next_status_ != cudaSuccess) {                                              \
-      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "cuda_error");      \
-    }                                                                                   \
+#define RMM_NEXT_CUDA_TRY(call)                                                    \
+  do {                                                                             \
+    cudaError_t const rmm_next_status_ = (call);                                   \
+    if (rmm_next_status_ != cudaSuccess) {                                         \
+      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "cuda_error"); \
+    }                                                                              \
   } while (0)

@@ -54,8 +54,12 @@ inline cudaMemAllocationType allocation_type(memory_kind) noexcept
 inline std::array<char, 50> allocation_name(memory_kind kind, int device, cudaMemPool_t pool)
 {
   std::array<char, 50> name{};
-  int const n = std::snprintf(name.data(), name.size(), "%s dev %d pool %p", resource_name(kind),
-                              device, static_cast<void*>(pool));
+  int const n = std::snprintf(name.data(),
+                              name.size(),
+                              "%s dev %d pool %p",
+                              resource_name(kind),
+                              device,
+                              static_cast<void*>(pool));
   if (n < 0 || static_cast<std::size_t>(n) >= name.size()) {
     std::snprintf(name.data(), name.size(), "%s dev %d", resource_name(kind), device);
   }

@@ -21,8 +21,8 @@
 
 /**
  * @file
- * @brief The four ways a resource acquires its pool (`acquire_pool`): the driver's current or default
- * pool, a pool it creates from `pool_options`, or a view of a caller's `cudaMemPool_t`.
+ * @brief The four ways a resource acquires its pool (`acquire_pool`): the driver's current or
+ * default pool, a pool it creates from `pool_options`, or a view of a caller's `cudaMemPool_t`.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {

@@ -15,8 +15,8 @@
 
 /**
  * @file
- * @brief Reading and setting a pool's attributes, and the release-threshold rule for pools a resource
- * adopts.
+ * @brief Reading and setting a pool's attributes, and the release-threshold rule for pools a
+ * resource adopts.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {

@@ -36,28 +36,30 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
 {
   if (opts.maximum_pool_size && opts.initial_pool_size &&
       *opts.initial_pool_size > *opts.maximum_pool_size) {
-    throw_error<logic_error>(resource_name(kind), "initial_pool_size (" +
-                                                    std::to_string(*opts.initial_pool_size) +
-                                                    " bytes) exceeds maximum_pool_size (" +
-                                                    std::to_string(*opts.maximum_pool_size) +
-                                                    " bytes)");
+    throw_error<logic_error>(resource_name(kind),
+                             "initial_pool_size (" + std::to_string(*opts.initial_pool_size) +
+                               " bytes) exceeds maximum_pool_size (" +
+                               std::to_string(*opts.maximum_pool_size) + " bytes)");
   }
   if (opts.export_handle_type != allocation_handle_type::none) {
     int const supported = device_attribute(cudaDevAttrMemoryPoolSupportedHandleTypes, device);
     int const wanted    = static_cast<int>(opts.export_handle_type);
     if ((supported & wanted) != wanted) {
-      throw_not_supported(kind, "export handle type " + handle_type_label(opts.export_handle_type) +
-                                  " needs device support (cudaDevAttrMemoryPoolSupportedHandleTypes);"
-                                  " device " + std::to_string(device) + " supports the mask " +
-                                  std::to_string(supported));
+      throw_not_supported(kind,
+                          "export handle type " + handle_type_label(opts.export_handle_type) +
+                            " needs device support (cudaDevAttrMemoryPoolSupportedHandleTypes);"
+                            " device " +
+                            std::to_string(device) + " supports the mask " +
+                            std::to_string(supported));
     }
   }
 
   if (exports_as_fabric(opts.export_handle_type) && !imex_channel_available()) {
-    throw_not_supported(kind, "export handle type " + handle_type_label(opts.export_handle_type) +
-                                " needs " + fabric_requirements +
-                                "; no IMEX channel under /dev/nvidia-caps-imex-channels is open "
-                                "to this process");
+    throw_not_supported(kind,
+                        "export handle type " + handle_type_label(opts.export_handle_type) +
+                          " needs " + fabric_requirements +
+                          "; no IMEX channel under /dev/nvidia-caps-imex-channels is open "
+                          "to this process");
   }
 
   cudaMemPoolProps props{};
@@ -69,8 +71,10 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
 #ifdef cudaMemPoolCreateUsageHwDecompress
     props.usage = cudaMemPoolCreateUsageHwDecompress;
 #else
-    throw_not_supported(kind, "hardware-decompress pools need CUDA 12.8 or later; this program "
-                              "was compiled against CUDA " + version_string(CUDART_VERSION));
+    throw_not_supported(kind,
+                        "hardware-decompress pools need CUDA 12.8 or later; this program "
+                        "was compiled against CUDA " +
+                          version_string(CUDART_VERSION));
 #endif
   }
 
@@ -106,8 +110,8 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
   }
   // From here the pool is owned, and destroyed if anything below throws.
   pool_binding binding = bind(kind, pool, device, owned_pool{pool});
-  set_pool_attribute(pool, cudaMemPoolAttrReleaseThreshold,
-                     opts.release_threshold.value_or(keep_all_threshold));
+  set_pool_attribute(
+    pool, cudaMemPoolAttrReleaseThreshold, opts.release_threshold.value_or(keep_all_threshold));
   if (opts.initial_pool_size && *opts.initial_pool_size > 0) {
     void* ptr{};
     cudaStream_t const stream = binding.state->stream();

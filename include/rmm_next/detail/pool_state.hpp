@@ -25,8 +25,8 @@
 
 /**
  * @file
- * @brief What the copies of one resource share (`pool_state`: the pool, its ownership, the stream of
- * `allocate_sync`) and the binding of a chosen pool to it (`pool_binding`, `bind`).
+ * @brief What the copies of one resource share (`pool_state`: the pool, its ownership, the stream
+ * of `allocate_sync`) and the binding of a chosen pool to it (`pool_binding`, `bind`).
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
@@ -66,7 +66,8 @@ class pool_state {
     // destroys the pool.
     device_guard guard{device};
     RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    context_ = current_context_or_null();  // the device's primary context, which the guard made current
+    context_ =
+      current_context_or_null();  // the device's primary context, which the guard made current
     watch_runtime_teardown();
   }
 

@@ -16,8 +16,8 @@
 
 /**
  * @file
- * @brief Run-time checks that the runtime, driver and device support pools of a kind; failures throw
- * `not_supported` naming the feature, what it needs and what was found.
+ * @brief Run-time checks that the runtime, driver and device support pools of a kind; failures
+ * throw `not_supported` naming the feature, what it needs and what was found.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
@@ -35,33 +35,45 @@ inline void check_support(memory_kind kind, int device)
 {
   auto const dev = "device " + std::to_string(device);
   if (device_attribute(cudaDevAttrMemoryPoolsSupported, device) == 0) {
-    throw_not_supported(kind, "stream-ordered memory pools need a device with "
-                              "cudaDevAttrMemoryPoolsSupported; " + dev + " reports 0");
+    throw_not_supported(kind,
+                        "stream-ordered memory pools need a device with "
+                        "cudaDevAttrMemoryPoolsSupported; " +
+                          dev + " reports 0");
   }
   if (kind == memory_kind::managed) {
 #if CUDART_VERSION < 13000
-    throw_not_supported(kind, "managed memory pools need CUDA 13.0 or later; this program was "
-                              "compiled against CUDA " + version_string(CUDART_VERSION));
+    throw_not_supported(kind,
+                        "managed memory pools need CUDA 13.0 or later; this program was "
+                        "compiled against CUDA " +
+                          version_string(CUDART_VERSION));
 #else
     if (device_attribute(cudaDevAttrConcurrentManagedAccess, device) == 0) {
-      throw_not_supported(kind, "managed memory pools need a device with "
-                                "cudaDevAttrConcurrentManagedAccess; " + dev + " reports 0");
+      throw_not_supported(kind,
+                          "managed memory pools need a device with "
+                          "cudaDevAttrConcurrentManagedAccess; " +
+                            dev + " reports 0");
     }
 #endif
   }
   if (kind == memory_kind::pinned) {
 #if CUDART_VERSION < 12060
-    throw_not_supported(kind, "pinned memory pools need CUDA 12.6 or later; this program was "
-                              "compiled against CUDA " + version_string(CUDART_VERSION));
+    throw_not_supported(kind,
+                        "pinned memory pools need CUDA 12.6 or later; this program was "
+                        "compiled against CUDA " +
+                          version_string(CUDART_VERSION));
 #else
     if (int const v = driver_version(); v < 12060) {
-      throw_not_supported(kind, "pinned memory pools need a CUDA driver of version 12.6 or "
-                                "later; the installed driver is " + version_string(v));
+      throw_not_supported(kind,
+                          "pinned memory pools need a CUDA driver of version 12.6 or "
+                          "later; the installed driver is " +
+                            version_string(v));
     }
 #if CUDART_VERSION >= 13000
     if (device_attribute(cudaDevAttrHostMemoryPoolsSupported, device) == 0) {
-      throw_not_supported(kind, "pinned memory pools need a device with "
-                                "cudaDevAttrHostMemoryPoolsSupported; " + dev + " reports 0");
+      throw_not_supported(kind,
+                          "pinned memory pools need a device with "
+                          "cudaDevAttrHostMemoryPoolsSupported; " +
+                            dev + " reports 0");
     }
 #endif
 #endif

@@ -55,7 +55,10 @@ inline void report_release_failure(cudaError_t status, [[maybe_unused]] char con
     return;
   }
 #ifndef NDEBUG
-  std::fprintf(stderr, "rmm_next::release: %s returned %s (%s)\n", what, cudaGetErrorName(status),
+  std::fprintf(stderr,
+               "rmm_next::release: %s returned %s (%s)\n",
+               what,
+               cudaGetErrorName(status),
                cudaGetErrorString(status));
   assert(false && "rmm_next::release: a CUDA release call failed");
 #endif

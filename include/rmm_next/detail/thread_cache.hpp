@@ -38,7 +38,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 constexpr std::size_t size_class_of(std::size_t bytes) noexcept
 {
   if (bytes <= 1024) { return (bytes + 255) / 256 - 1; }
-  auto const power      = static_cast<std::size_t>(std::bit_width(bytes - 1) - 1);  // >= 10
+  auto const power       = static_cast<std::size_t>(std::bit_width(bytes - 1) - 1);  // >= 10
   std::size_t const step = std::size_t{1} << (power - 2);
   std::size_t const k    = (bytes - (std::size_t{1} << power) + step - 1) / step;  // 1..4
   return 4 + (power - 10) * 4 + (k - 1);
@@ -88,7 +88,8 @@ class cache_backend {
   ~cache_backend()                               = default;
 };
 
-/** @brief A small lock for a thread's own cache: uncontended except while another thread flushes. */
+/** @brief A small lock for a thread's own cache: uncontended except while another thread flushes.
+ */
 class spin_lock {
  public:
   void lock() noexcept
@@ -153,9 +154,7 @@ struct cache_limits {
  */
 class thread_cache {
  public:
-  explicit thread_cache(cache_limits const& limits) : limits_{limits}, lists_(limits.max_streams)
-  {
-  }
+  explicit thread_cache(cache_limits const& limits) : limits_{limits}, lists_(limits.max_streams) {}
 
   /** @brief A stream's free lists. */
   struct stream_list {
@@ -256,8 +255,8 @@ class thread_cache {
   /** @brief This cache's counters now (any thread, no lock). */
   [[nodiscard]] cache_counts counts() const noexcept
   {
-    return {counts_.hits.get(), counts_.misses.get(), counts_.bypasses.get(),
-            counts_.cached_bytes.get()};
+    return {
+      counts_.hits.get(), counts_.misses.get(), counts_.bypasses.get(), counts_.cached_bytes.get()};
   }
 
  private:
@@ -345,7 +344,7 @@ inline thread_local bool thread_caches_gone{false};
  */
 class thread_cache_table {
  public:
-  thread_cache_table() = default;
+  thread_cache_table()                                     = default;
   thread_cache_table(thread_cache_table const&)            = delete;
   thread_cache_table& operator=(thread_cache_table const&) = delete;
 

@@ -96,12 +96,14 @@ inline std::string no_usable_device_reason(cudaError_t status)
  * is missing, too old, or no device is visible; `cudaErrorNotSupported` is thrown as
  * `not_supported`.
  */
-[[noreturn]] inline void throw_cuda_error(cudaError_t status, char const* call, std::string_view what)
+[[noreturn]] inline void throw_cuda_error(cudaError_t status,
+                                          char const* call,
+                                          std::string_view what)
 {
   (void)cudaGetLastError();  // never leave the error sticky
-  std::string msg = error_message(what, std::string{call} + " returned " +
-                                          cudaGetErrorName(status) + " (" +
-                                          cudaGetErrorString(status) + ")");
+  std::string msg = error_message(what,
+                                  std::string{call} + " returned " + cudaGetErrorName(status) +
+                                    " (" + cudaGetErrorString(status) + ")");
   if (std::string const reason = no_usable_device_reason(status); !reason.empty()) {
     msg += "; no usable CUDA driver or device: " + reason;
   }
