@@ -162,8 +162,9 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
    *
    * The stream must belong to the resource's device or to one with read-write access to the pool
    * (`cudaMemPoolSetAccess`; for pinned memory, the devices it was granted to). With more than
-   * one visible device this is checked, at the cost of one driver call (`cuStreamGetDevice`);
-   * managed memory is usable from every device and is not checked. The default streams (0,
+   * one visible device this is checked: one driver call (`cuStreamGetCtx`) for a stream of the
+   * device's primary context, three for other streams; managed memory is usable from every
+   * device and is not checked. The default streams (0,
    * `cudaStreamLegacy`, `cudaStreamPerThread`) belong to the current device.
    * @throws bad_alloc if `alignment` is not a power of two no greater than 256.
    * @throws out_of_memory if the pool cannot grow enough.
