@@ -56,10 +56,11 @@ struct thread_cache_options {
   /**
    * @brief Ask the driver whether a stream is being captured on every allocation and free (the
    * default), so that capture bypasses the cache. Two driver queries per allocate/deallocate
-   * pair, about 30 ns together. `false` saves them, for programs that never capture a stream
-   * while work on it allocates or frees through this adaptor: an allocation during a global-mode
-   * capture would then invalidate the capture (the driver refuses the stream-id query there), and
-   * a free during capture would be cached instead of becoming a graph node.
+   * pair (`cuStreamIsCapturing`), most of a cache hit's cost on one thread (docs/benchmarks.md).
+   * `false` saves them, for programs that never capture a stream while work on it allocates or
+   * frees through this adaptor: an allocation during a capture, in any capture mode, would then
+   * invalidate the capture (the driver refuses the stream-id query there), and a free during
+   * capture would be cached instead of becoming a graph node.
    */
   bool detect_capture = true;
 };
