@@ -27,30 +27,31 @@
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
-/** @brief The driver's current pool of `kind` for `device` (`cudaMemGetMemPool`). */
-inline cudaMemPool_t driver_pool(memory_kind kind, int device, current_pool const&)
+/**
+ * @brief The driver's current pool (`current_pool`: `cudaMemGetMemPool`) or default pool
+ * (`default_pool`: `cudaMemGetDefaultMemPool`) of `kind` for `device`; before CUDA 13.0, the
+ * device's (`cudaDeviceGetMemPool`, `cudaDeviceGetDefaultMemPool`).
+ */
+template <class Source>
+  requires std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool>
+cudaMemPool_t driver_pool(memory_kind kind, int device, Source const&)
 {
+  constexpr bool current = std::is_same_v<Source, current_pool>;
   cudaMemPool_t pool{};
 #if CUDART_VERSION >= 13000
   cudaMemLocation loc = default_location(kind, device);
-  RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)));
+  if constexpr (current) {
+    RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)));
+  } else {
+    RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)));
+  }
 #else
   (void)kind;
-  RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device));
-#endif
-  return pool;
-}
-
-/** @brief The driver's default pool of `kind` for `device` (`cudaMemGetDefaultMemPool`). */
-inline cudaMemPool_t driver_pool(memory_kind kind, int device, default_pool const&)
-{
-  cudaMemPool_t pool{};
-#if CUDART_VERSION >= 13000
-  cudaMemLocation loc = default_location(kind, device);
-  RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)));
-#else
-  (void)kind;
-  RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  if constexpr (current) {
+    RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device));
+  } else {
+    RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  }
 #endif
   return pool;
 }
