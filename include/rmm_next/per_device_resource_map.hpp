@@ -178,16 +178,16 @@ class per_device_resource_map {
     CUcontext const context     = detail::current_context_or_null();
     std::uint64_t const version = version_.load(std::memory_order_acquire);
     current_ref& cached         = current_entry();
-    if (context != nullptr && cached.context == context && cached.version == version &&
-        cached.entry.map_id == id_) {
+    if (context != nullptr && cached.context == context &&
+        cached.entry.holds(id_, cached.entry.device, version)) {
       return cached.entry.ref();
     }
-    int const device = detail::current_device_fast();
+    int const known  = detail::device_of_current_context(context);
+    int const device = known >= 0 ? known : detail::current_device_fast();
     Ref ref          = get(device);  // reads the version again: at least as new as `version`
-    if (context != nullptr) {
+    if (known >= 0) {
       cached.entry.store(id_, device, version, ref);
       cached.context = context;
-      cached.version = version;
     }
     return ref;
   }
@@ -363,9 +363,8 @@ class per_device_resource_map {
 
   /** @brief A ref a thread read through `get_current`, with the context it was read in. */
   struct current_ref {
-    cached_ref entry;  ///< its `version` is unused: `version` below is the one checked
+    cached_ref entry;
     CUcontext context;
-    std::uint64_t version;
   };
 
   /** @brief This thread's `get_current` entry (one per `Ref` type, shared by the maps). */

@@ -71,7 +71,7 @@ class device_guard {
     // Judged by the context, not by cudaGetDevice: on a thread whose context was taken away
     // (as this guard does when it found none), the runtime still names the last device set, and
     // a call made in that state would make a context of its choosing.
-    if (saved_ != nullptr && current_device_or_none() == device) { return cudaSuccess; }
+    if (device_of_current_context(saved_) == device) { return cudaSuccess; }
     if (cudaError_t const s = cudaSetDevice(device); s != cudaSuccess) { return s; }
     switched_ = true;
     return cudaSuccess;
