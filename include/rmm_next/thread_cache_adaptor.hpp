@@ -4,24 +4,28 @@
  */
 #pragma once
 
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/cccl30_members.hpp>
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
-#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/pointer_set.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +34,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -46,13 +49,25 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 struct thread_cache_options {
   /** @brief Bytes each thread may hold cached; a free beyond this goes straight upstream. */
   std::size_t max_cached_bytes_per_thread = std::size_t{32} << 20;
-  /** @brief The largest allocation that is cached; larger ones always go upstream. */
+  /**
+   * @brief The largest allocation that is cached; larger ones always go upstream. Values above
+   * 2^62 bytes mean 2^62.
+   */
   std::size_t max_block_size = std::size_t{1} << 20;
   /**
-   * @brief Streams each thread keeps free lists for. A thread that uses one more returns the
-   * blocks of the stream it used least recently upstream, after synchronizing the device.
+   * @brief Streams each thread keeps free lists for. A thread that uses one more gives up the
+   * blocks of the stream it used least recently (see "How blocks go back upstream").
    */
   std::size_t max_streams_per_thread = 8;
+  /**
+   * @brief The most frees on one stream, by one thread, between two fences: events recorded on
+   * the stream (about 0.3 us each) after which the blocks freed before may go back upstream from
+   * any thread. A thread's list of a stream fences every free at first, and one free more in
+   * every 256 after that, up to this limit. 1 fences every free.
+   */
+  std::size_t fence_interval = 64;
+  /** @brief The most bytes freed on one stream, by one thread, since its last fence. */
+  std::size_t max_unfenced_bytes = std::size_t{1} << 20;
   /**
    * @brief Ask the driver whether a stream is being captured on every allocation and free (the
    * default), so that capture bypasses the cache. Two driver queries per allocate/deallocate
@@ -70,8 +85,15 @@ struct thread_cache_statistics {
   std::uint64_t hits;          ///< allocations served from a cache
   std::uint64_t misses;        ///< cacheable allocations that went upstream
   std::uint64_t bypasses;      ///< allocations never cacheable: too large, over-aligned, captured
-  std::uint64_t cached_bytes;  ///< bytes cached by live threads, or waiting to go back, now
+  std::uint64_t cached_bytes;  ///< bytes cached by live threads now
   std::uint64_t flushes;       ///< times cached blocks went back upstream in a batch
+  /**
+   * @brief Bytes given up by a thread (exit, more streams than its limit) or left at a stream
+   * handle that a new stream took, freed after their stream's last fence: no other stream gets
+   * them. They return to the next list of their stream; those of a destroyed stream stay
+   * allocated from the upstream.
+   */
+  std::uint64_t unproven_bytes;
 };
 
 namespace detail {
@@ -84,7 +106,7 @@ class thread_cache_state final : public cache_backend {
     : upstream_{std::move(upstream)},
       device_{device},
       detect_capture_{options.detect_capture},
-      max_block_size_{options.max_block_size},
+      max_block_size_{std::min(options.max_block_size, largest_cacheable_block)},
       registry_{std::make_shared<cache_registry>(this, limits_of(options))}
   {
   }
@@ -92,59 +114,57 @@ class thread_cache_state final : public cache_backend {
   thread_cache_state(thread_cache_state const&)            = delete;
   thread_cache_state& operator=(thread_cache_state const&) = delete;
 
-  /** @brief Returns every thread's blocks upstream; threads that still hold a cache drop it. */
+  /**
+   * @brief Returns every thread's fenced blocks upstream; threads that still hold a cache drop
+   * it, and what is left unproven stays allocated from the upstream.
+   */
   ~thread_cache_state()
   {
-    std::lock_guard lock{registry_->mutex};
-    if (!runtime_unloading().load(std::memory_order_relaxed)) { registry_->flush_locked(); }
-    registry_->backend = nullptr;
-    registry_->caches.clear();
+    bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
+    {
+      std::lock_guard lock{registry_->mutex};
+      if (!unloading) { registry_->flush_locked(); }
+      registry_->backend = nullptr;
+      registry_->caches.clear();
+    }
+    if (unloading || release_stream_ == nullptr) { return; }
+    // The frees queued on the release stream go on after it is destroyed.
+    if (auto const destroy = driver().stream_destroy; destroy != nullptr) {
+      (void)destroy(release_stream_);
+    }
   }
 
-  std::size_t release_blocks(std::vector<cached_block>& blocks) noexcept override
+  std::size_t release_fenced(CUevent fence, std::vector<cached_block>& blocks) noexcept override
   {
-    if (runtime_unloading().load(std::memory_order_relaxed)) { return 0; }
-    std::lock_guard lock{deferred_mutex_};
-    std::vector<cached_block>* work = &deferred_;  // with the blocks of earlier refused calls
-    try {
-      deferred_.insert(deferred_.end(), blocks.begin(), blocks.end());
-      blocks.clear();
-    } catch (...) {  // std::bad_alloc: `blocks` alone, this time
-      work = &blocks;
-    }
-    if (work->empty()) { return 0; }
-    device_guard const on_device{device_, std::nothrow};
-    // Relaxed: this thread may synchronize while another thread captures a stream.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
-    cudaError_t const status = on_device.ok() ? cudaDeviceSynchronize() : cudaErrorInvalidDevice;
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
-    if (status != cudaSuccess) { (void)cudaGetLastError(); }  // ours; a caller's error stays
-    // Without a driver or device no GPU work exists. Otherwise, if the synchronization failed
-    // (refused during another thread's capture, or a lost context), the blocks may still be in
-    // use: they wait for a later release.
-    if (status != cudaSuccess && status != cudaErrorInsufficientDriver &&
-        status != cudaErrorNoDevice) {
-      deferred_bytes_.store(bytes_of(deferred_), std::memory_order_relaxed);
+    if (blocks.empty()) { return 0; }
+    if (runtime_unloading().load(std::memory_order_relaxed)) {
+      blocks.clear();  // the process is ending: nothing can reuse them
       return 0;
     }
-    cuda::stream_ref const stream{cudaStreamPerThread};
+    std::lock_guard lock{release_mutex_};
+    CUstream const on = release_stream();
+    if (fence != nullptr && (on == nullptr || !wait_for_fence(on, fence))) { return 0; }
+    // Relaxed: this thread may be capturing in global mode while it releases on its own stream.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    cuda::stream_ref const stream{on != nullptr ? reinterpret_cast<cudaStream_t>(on)
+                                                : cudaStreamPerThread};
     std::size_t bytes = 0;
-    for (cached_block const& b : *work) {
+    for (cached_block const& b : blocks) {
       stream_deallocate(upstream_, stream, b.ptr, b.bytes, default_alignment);
       bytes += b.bytes;
     }
-    work->clear();
-    deferred_bytes_.store(bytes_of(deferred_), std::memory_order_relaxed);
-    // Done before the caller allocates again, so the pool can hand the memory out at once.
-    if (cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) { (void)cudaGetLastError(); }
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    blocks.clear();
     return bytes;
   }
 
-  /** @brief Bytes of blocks waiting for a release the driver refused. */
-  [[nodiscard]] std::size_t deferred_bytes() const noexcept
+  void wait_for_releases() noexcept override
   {
-    return deferred_bytes_.load(std::memory_order_relaxed);
+    std::lock_guard lock{release_mutex_};
+    auto const sync = driver().stream_synchronize;
+    if (release_stream_ == nullptr || sync == nullptr) { return; }
+    (void)sync(release_stream_);  // host wait on one stream of ours: harmless to any capture
   }
 
   Upstream upstream_;
@@ -153,35 +173,57 @@ class thread_cache_state final : public cache_backend {
   std::size_t const max_block_size_;
   std::shared_ptr<cache_registry> const registry_;
 
-  /** @brief Blocks taken from caches whose release must wait (see release_blocks). */
-  std::mutex deferred_mutex_;
-  std::vector<cached_block> deferred_;
-  std::atomic<std::size_t> deferred_bytes_{0};
-
   /** @brief Pointers allocated during stream capture (graph memory): never cached. */
-  std::mutex graph_mutex_;
-  std::unordered_set<void*> graph_blocks_;
-  std::atomic<std::size_t> graph_block_count_{0};
+  pointer_set graph_blocks_;
 
  private:
-  static std::size_t bytes_of(std::vector<cached_block> const& blocks) noexcept
+  /**
+   * @brief The stream blocks go back upstream on: non-blocking, in the primary context of the
+   * adaptor's device, made on first use and never captured. Null without a driver or device
+   * (then no GPU work exists) or when it cannot be made. `release_mutex_` held.
+   */
+  CUstream release_stream() noexcept
   {
-    std::size_t bytes = 0;
-    for (cached_block const& b : blocks) {
-      bytes += b.bytes;
+    if (release_stream_ != nullptr || device_ < 0 || !fences_available()) {
+      return release_stream_;
     }
-    return bytes;
+    driver_api const& api = driver();
+    CUdevice dev{};
+    if (api.device_get == nullptr || api.primary_ctx_retain == nullptr ||
+        api.stream_create == nullptr || api.device_get(&dev, device_) != CUDA_SUCCESS) {
+      return nullptr;
+    }
+    CUcontext primary{};
+    if (api.primary_ctx_retain(&primary, dev) != CUDA_SUCCESS) { return nullptr; }
+    {
+      context_scope const scope{primary};
+      if (scope.ok()) { (void)api.stream_create(&release_stream_, CU_STREAM_NON_BLOCKING); }
+    }
+    (void)api.primary_ctx_release(dev);  // the upstream's own use keeps the context alive
+    return release_stream_;
   }
 
   static cache_limits limits_of(thread_cache_options const& o)
   {
     if (o.max_streams_per_thread == 0) {
-      throw std::invalid_argument{
-        "rmm_next::thread_cache_adaptor: max_streams_per_thread is 0; it must be at least 1"};
+      throw_error<std::invalid_argument>("thread_cache_adaptor",
+                                         "max_streams_per_thread is 0; it must be at least 1");
     }
-    std::size_t const classes = o.max_block_size == 0 ? 0 : size_class_of(o.max_block_size) + 1;
-    return {o.max_cached_bytes_per_thread, o.max_streams_per_thread, classes};
+    if (o.fence_interval == 0) {
+      throw_error<std::invalid_argument>("thread_cache_adaptor",
+                                         "fence_interval is 0; it must be at least 1");
+    }
+    std::size_t const largest = std::min(o.max_block_size, largest_cacheable_block);
+    std::size_t const classes = largest == 0 ? 0 : size_class_of(largest) + 1;
+    return {o.max_cached_bytes_per_thread,
+            o.max_streams_per_thread,
+            classes,
+            o.fence_interval,
+            o.max_unfenced_bytes};
   }
+
+  std::mutex release_mutex_;
+  CUstream release_stream_{};
 };
 
 template <class Upstream>
@@ -216,29 +258,39 @@ int device_of_upstream(Upstream const& upstream)
  * - A block freed on stream S by thread T goes into T's free list for S and its size class
  *   (256-byte steps up to 1 KiB, then four classes per doubling). The next allocation of that
  *   class ordered on S by T gets it back at once: stream order makes that safe.
- * - A cached block is never handed to another stream. It goes back upstream (where the driver
- *   pool's own stream-ordered reuse applies) when the thread's cache is flushed. Lists are keyed
- *   by the stream's process-unique id (`cuStreamGetId`), so a stream created at the handle of a
- *   destroyed one never receives the old stream's blocks.
+ * - A cached block is never handed to another stream. Lists are keyed by the stream handle (and,
+ *   for the default streams, by the context they name) and labelled with the stream's
+ *   process-unique id (`cuStreamGetId`), so a stream created at the handle of a destroyed one
+ *   never receives the old stream's blocks.
  * - Blocks may be freed by any thread on any stream: they join that thread's list for that stream.
  * - Caches are bounded (`thread_cache_options`). A free beyond the per-thread cap, and any
  *   allocation larger than `max_block_size` or aligned to more than 256 bytes, goes straight
  *   upstream.
  * - While a stream is being captured into a graph, its allocations and frees bypass the cache and
  *   become graph nodes as before; graph memory is never cached, also when freed after capture.
- * - If the upstream runs out of memory, every thread's cache is flushed and the allocation is
- *   retried once before `out_of_memory` reaches the caller.
- * - Blocks go back upstream without naming their streams, which may be gone: the adaptor's device
- *   is synchronized first. That happens when a thread exits (its cache), when the last copy of the
- *   adaptor is destroyed (every cache), on `flush()` and out of memory, and when a thread moves on
- *   to more streams than `max_streams_per_thread`. Code that makes a stream per task should reuse
- *   streams from a pool.
+ * - If the upstream runs out of memory, every thread's fenced blocks go back upstream, and the
+ *   allocation is retried once before `out_of_memory` reaches the caller.
+ *
+ * How blocks go back upstream: every `fence_interval` frees on a stream, a thread records an event
+ * on it (a fence). Blocks freed before a list's fence go back upstream on a stream of the
+ * adaptor's own that waits for the fence: never after a device or context synchronization, so a
+ * release made from any thread, context or device is ordered after the blocks' last use, and no
+ * capture anywhere in the process is harmed. That happens on `flush()` (which then waits for
+ * them on the host), out of memory, when a thread exits or moves on to more streams than
+ * `max_streams_per_thread`, when a new stream is found at a list's handle, and when the last copy
+ * of the adaptor is destroyed. Blocks freed after their stream's last fence have nothing that
+ * proves their last use done: they stay with their stream (`statistics().unproven_bytes` once
+ * their thread has given them up) until it is used again, and those of a stream destroyed
+ * meanwhile stay allocated from the upstream. Code that makes a stream per task should reuse
+ * streams from a pool. docs/thread_cache.md gives the reasoning and the costs.
  *
  * `allocate_sync` / `deallocate_sync` go to the upstream directly. Memory from `allocate` must go
  * back through `deallocate` with the same size and alignment, and likewise for the `_sync` pair.
  *
- * The adaptor's device is the upstream's (`upstream.device()` when it has one), else the device
- * current when the adaptor is constructed. Statistics are per-thread counters summed on read.
+ * The adaptor's device is the upstream's (`upstream.device()` when it has one), else the one
+ * given, else the device current when the adaptor is constructed: the adaptor's own stream lives
+ * in its primary context, and the upstream must accept frees ordered on it. Statistics are
+ * per-thread counters summed on read.
  */
 template <class Upstream>
   requires detail::stream_ordered_upstream<Upstream>
@@ -248,10 +300,22 @@ class thread_cache_adaptor
  public:
   /**
    * @brief Caches in front of `upstream`, with the limits of `options`.
-   * @throws std::invalid_argument if `options.max_streams_per_thread` is 0.
+   * @throws std::invalid_argument if `options.max_streams_per_thread` or `fence_interval` is 0.
    */
   explicit thread_cache_adaptor(Upstream upstream, thread_cache_options const& options = {})
-    : thread_cache_adaptor(detail::device_of_upstream(upstream), std::move(upstream), options)
+    : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
+        std::move(upstream), options, detail::device_of_upstream(upstream))}
+  {
+  }
+
+  /**
+   * @brief Caches in front of `upstream`, an upstream of device `device` (for refs, which do not
+   * say their device), with the limits of `options`.
+   * @throws std::invalid_argument if `options.max_streams_per_thread` or `fence_interval` is 0.
+   */
+  thread_cache_adaptor(Upstream upstream, int device, thread_cache_options const& options = {})
+    : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
+        std::move(upstream), options, device)}
   {
   }
 
@@ -276,22 +340,24 @@ class thread_cache_adaptor
     std::size_t const cls             = detail::size_class_of(bytes);
     detail::thread_cache* const cache = detail::local_cache(state_->registry_);
     if (cache == nullptr) { return allocate_upstream(stream, detail::size_class_bytes(cls)); }
-    std::vector<detail::cached_block> stale;
+    CUcontext const key = key_context(handle);
+    detail::taken_blocks stale;
+    void* ptr = nullptr;
     {
       std::lock_guard lock{cache->lock};
-      auto& list = cache->list_for(handle, [id] { return id; }, stale);
+      auto& list = cache->list_for(handle, key, label(handle, key, id), stale);
       if (list.id != id) {  // another stream now lives at this handle
-        cache->take_all(list, stale);
-        list.id = id;
+        cache->relabel(list, id, key != nullptr ? key : detail::stream_context(handle), stale);
       }
-      if (void* ptr = cache->pop(list, cls)) {
-        cache->count_hit();
-        return ptr;
-      }
+      ptr = cache->pop(list, cls);
+    }
+    state_->registry_->release(stale);
+    if (ptr != nullptr) {
+      cache->count_hit();
+      return ptr;
     }
     cache->count_miss();
-    release(stale);
-    return allocate_upstream(stream, detail::size_class_bytes(cls));
+    return allocate_upstream(stream, detail::size_class_bytes(cls), default_alignment, cache);
   }
 
   /**
@@ -314,22 +380,29 @@ class thread_cache_adaptor
     bool const uncacheable =
       forget_graph_block(ptr) || (state_->detect_capture_ && !detail::stream_is_eager(handle));
     detail::thread_cache* const cache = uncacheable ? nullptr : local_cache_noexcept();
-    std::vector<detail::cached_block> evicted;
+    detail::taken_blocks given_up;
     bool cached = false;
     if (cache != nullptr) {
-      std::uint64_t id = 1;  // the list's label is read only when the list is made
+      CUcontext const key = key_context(handle);
       try {
         std::lock_guard lock{cache->lock};
-        auto& list =
-          cache->list_for(handle, [&] { return id = detail::stream_id(handle); }, evicted);
-        cached = id != 0 && cache->push(list, cls, ptr);
+        auto& list       = cache->list_for(handle, key, label(handle, key, 0), given_up);
+        bool const fence = list.id != 0 && cache->fence_due(list, cls);
+        if (fence) {  // the list's label is checked before its stream is fenced
+          if (std::uint64_t const id = detail::stream_id(handle); id != list.id) {
+            cache->relabel(
+              list, id, key != nullptr ? key : detail::stream_context(handle), given_up);
+          }
+        }
+        cached = list.id != 0 && cache->push(list, cls, ptr);
+        if (cached && fence) { detail::thread_cache::fence(list); }
       } catch (...) {  // std::bad_alloc growing a list: free upstream instead
       }
     }
     if (!cached) {
       detail::stream_deallocate(state_->upstream_, stream, ptr, rounded, default_alignment);
     }
-    release(evicted);
+    state_->registry_->release(given_up);
   }
 
   /**
@@ -356,13 +429,20 @@ class thread_cache_adaptor
   using detail::cccl30_members<thread_cache_adaptor<Upstream>>::deallocate;
 
   /**
-   * @brief Returns every thread's cached blocks upstream now (after synchronizing the device).
+   * @brief Returns every thread's fenced blocks upstream now, and waits on the host until the
+   * upstream has them back (until their streams' work before the fences is done). Blocks freed
+   * after their stream's last fence stay cached. Makes no call that harms a capture.
    * @return The bytes returned.
    */
   std::size_t flush() noexcept
   {
-    std::lock_guard lock{state_->registry_->mutex};
-    return state_->registry_->flush_locked();
+    std::size_t bytes = 0;
+    {
+      std::lock_guard lock{state_->registry_->mutex};
+      bytes = state_->registry_->flush_locked();
+    }
+    state_->wait_for_releases();
+    return bytes;
   }
 
   /** @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now. */
@@ -370,25 +450,19 @@ class thread_cache_adaptor
   {
     detail::cache_registry& r = *state_->registry_;
     std::lock_guard lock{r.mutex};
-    detail::cache_counts sum = r.retired;
-    for (detail::thread_cache const* cache : r.caches) {
-      detail::cache_counts const c = cache->counts();
-      sum.hits += c.hits;
-      sum.misses += c.misses;
-      sum.bypasses += c.bypasses;
-      sum.cached_bytes += c.cached_bytes;
-    }
+    detail::cache_counts const sum = r.counts_locked();
     return {sum.hits,
             sum.misses,
             sum.bypasses,
-            sum.cached_bytes + state_->deferred_bytes(),
-            r.flushes.load(std::memory_order_relaxed)};
+            sum.cached_bytes,
+            r.flushes.load(std::memory_order_relaxed),
+            r.unproven_bytes()};
   }
 
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return state_->upstream_; }
 
-  /** @brief The device whose work is synchronized before blocks go back upstream (-1: none). */
+  /** @brief The adaptor's device, whose primary context holds its release stream (-1: none). */
   [[nodiscard]] int device() const noexcept { return state_->device_; }
 
   /** @brief True when both share one cache, i.e. one is a copy of the other. */
@@ -398,16 +472,32 @@ class thread_cache_adaptor
   }
 
  private:
-  thread_cache_adaptor(int device, Upstream&& upstream, thread_cache_options const& options)
-    : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
-        std::move(upstream), options, device)}
-  {
-  }
-
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
   {
     return bytes != 0 && bytes <= state_->max_block_size_ && alignment <= default_alignment &&
-           alignment != 0 && (alignment & (alignment - 1)) == 0;
+           detail::is_valid_alignment(alignment);
+  }
+
+  /** @brief The context a default-stream handle names (the current one); null for others. */
+  static CUcontext key_context(cudaStream_t handle) noexcept
+  {
+    return detail::is_default_stream(handle) ? detail::current_context_or_null() : nullptr;
+  }
+
+  /**
+   * @brief What labels a new list of `handle`: its id (`id`, or asked when 0) and its context.
+   */
+  static auto label(cudaStream_t handle, CUcontext key, std::uint64_t id) noexcept
+  {
+    return [handle, key, id](detail::thread_cache::stream_list& l) noexcept {
+      l.id                    = id != 0 ? id : detail::stream_id(handle);
+      CUcontext const context = key != nullptr ? key : detail::stream_context(handle);
+      if (l.context != context) {
+        detail::destroy_fence_event(l.fence);
+        l.fence   = nullptr;
+        l.context = context;
+      }
+    };
   }
 
   detail::thread_cache* local_cache_noexcept() noexcept
@@ -430,9 +520,12 @@ class thread_cache_adaptor
     }
     void* ptr = allocate_upstream(stream, upstream_bytes, fits ? default_alignment : alignment);
     if (fits && ptr != nullptr) {
-      std::lock_guard lock{state_->graph_mutex_};
-      state_->graph_blocks_.insert(ptr);
-      state_->graph_block_count_.store(state_->graph_blocks_.size(), std::memory_order_relaxed);
+      try {
+        state_->graph_blocks_.insert(ptr);
+      } catch (...) {
+        detail::stream_deallocate(state_->upstream_, stream, ptr, upstream_bytes, alignment);
+        throw;
+      }
     }
     return ptr;
   }
@@ -440,36 +533,50 @@ class thread_cache_adaptor
   /** @brief True (and forgets it) when `ptr` was allocated during stream capture. */
   bool forget_graph_block(void* ptr) noexcept
   {
-    if (state_->graph_block_count_.load(std::memory_order_relaxed) == 0) { return false; }
-    std::lock_guard lock{state_->graph_mutex_};
-    bool const found = state_->graph_blocks_.erase(ptr) != 0;
-    state_->graph_block_count_.store(state_->graph_blocks_.size(), std::memory_order_relaxed);
-    return found;
+    return !state_->graph_blocks_.empty() && state_->graph_blocks_.erase(ptr);
   }
 
-  /** @brief Allocates from the upstream; on exhaustion flushes every cache and retries once. */
+  /**
+   * @brief Allocates from the upstream; on exhaustion flushes every cache and retries once.
+   * `cache` is the calling thread's, when `stream` is eager and known: its list for `stream` is
+   * fenced first, so that its blocks go back too.
+   */
   void* allocate_upstream(cuda::stream_ref stream,
                           std::size_t bytes,
-                          std::size_t alignment = default_alignment)
+                          std::size_t alignment       = default_alignment,
+                          detail::thread_cache* cache = nullptr)
   {
     try {
       return detail::stream_allocate(state_->upstream_, stream, bytes, alignment);
     } catch (out_of_memory const&) {
-      if (!flush_for_retry()) { throw; }
+      if (!flush_for_retry(stream, cache)) { throw; }
     } catch (bad_alloc const&) {  // not an exhaustion: flushing cannot help
       throw;
     } catch (std::bad_alloc const&) {  // exhaustion reported by a resource outside rmm-next
-      if (!flush_for_retry()) { throw; }
+      if (!flush_for_retry(stream, cache)) { throw; }
     }
     return detail::stream_allocate(state_->upstream_, stream, bytes, alignment);
   }
 
   /**
-   * @brief Flushes every cache; a driver pool upstream then releases its unused memory, so that a
-   * large request can be mapped anew within the pool's maximum size. False if nothing was cached.
+   * @brief Flushes every cache (after fencing the caller's list for `stream`, when `cache` is
+   * given); a driver pool upstream then releases its unused memory, so that a large request can
+   * be mapped anew within the pool's maximum size. False if nothing went back.
    */
-  bool flush_for_retry() noexcept
+  bool flush_for_retry(cuda::stream_ref stream, detail::thread_cache* cache) noexcept
   {
+    if (cache != nullptr) {
+      cudaStream_t const handle = stream.get();
+      detail::taken_blocks none;
+      try {
+        std::lock_guard lock{cache->lock};
+        CUcontext const key = key_context(handle);
+        auto& list          = cache->list_for(handle, key, label(handle, key, 0), none);
+        detail::thread_cache::fence(list);
+      } catch (...) {  // std::bad_alloc: flush what is fenced already
+      }
+      state_->registry_->release(none);
+    }
     if (flush() == 0) { return false; }
     if constexpr (requires(Upstream const& u) {
                     { u.pool_handle() } -> std::same_as<cudaMemPool_t>;
@@ -478,15 +585,6 @@ class thread_cache_adaptor
       (void)cudaGetLastError();
     }
     return true;
-  }
-
-  /** @brief Returns blocks taken from this thread's cache upstream. */
-  void release(std::vector<detail::cached_block>& blocks) noexcept
-  {
-    if (blocks.empty()) { return; }
-    if (state_->release_blocks(blocks) != 0) {
-      state_->registry_->flushes.fetch_add(1, std::memory_order_relaxed);
-    }
   }
 
   std::shared_ptr<detail::thread_cache_state<Upstream>> state_;
@@ -529,7 +627,7 @@ inline device_async_resource_ref enable_thread_cache(int device,
   for (installed const& i : *by_device) {
     if (current == device_async_resource_ref{*i.cache}) { return i.wrapped; }
   }
-  auto* cache = new adaptor{current, options};
+  auto* cache = new adaptor{current, device, options};
   by_device->push_back({cache, current});
   return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
 }

@@ -363,11 +363,10 @@ RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
       if (!st.touched(d)) { return; }  // never make a context on a device the plugin never used
       rmm_next::plugin::device_slot& s = st.slot(d);
       std::lock_guard lock{s.mutex};
+      // The cache's flush waits for the blocks it returns. Nothing synchronizes the device: that
+      // would invalidate a capture running on any thread. Frees still queued on a stream are
+      // released by a later call, once their stream has reached them.
       if (auto* cache = s.cache()) { cache->flush(); }
-      rmm_next::detail::device_guard const on_device{d};
-      if (cudaError_t const e = cudaDeviceSynchronize(); e != cudaSuccess) {
-        rmm_next::detail::throw_cuda_error(e, "cudaDeviceSynchronize", "allocator_plugin");
-      }
       if (cudaMemPool_t const pool = s.pool(d); pool != nullptr) {
         (void)cudaMemPoolTrimTo(pool, 0);
         (void)cudaGetLastError();
@@ -472,14 +471,11 @@ RMM_NEXT_EXPORT void rmm_next_cupy_free(void* /*param*/, void* ptr, int /*device
 RMM_NEXT_EXPORT void rmm_next_cupy_forget_stream(cudaStream_t stream)
 {
   guarded(0, [&] {
-    std::uint64_t const devices = state().table.restream(stream, cudaStreamLegacy);
-    for (int d = 0; d < 64; ++d) {
-      if ((devices >> d & 1U) == 0) { continue; }
-      // The destroyed stream's queued work may still use the memory: let it finish now.
-      rmm_next::detail::device_guard const on_device{d, std::nothrow};
-      (void)cudaDeviceSynchronize();
-      (void)cudaGetLastError();
-    }
+    // Live blocks of the destroyed stream are freed on the legacy default stream from now on,
+    // which waits for the work of every blocking stream (CuPy's streams are blocking unless made
+    // with non_blocking=True). No device synchronization: it would invalidate a capture running
+    // on any thread.
+    (void)state().table.restream(stream, cudaStreamLegacy);
     return 0;
   });
 }

@@ -7,7 +7,6 @@
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
-#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>
@@ -102,9 +101,8 @@ class device_slot {
   void install_cache(int device, thread_cache_options const& options)
   {
     if (cache_in_place(device)) { return; }
-    detail::device_guard const on_device{device};  // the cache synchronizes this device
     device_async_resource_ref const upstream = get_per_device_resource_ref(device);
-    cache_         = new cache_adaptor{upstream, options};  // lives until the process ends
+    cache_         = new cache_adaptor{upstream, device, options};  // lives until the process ends
     cache_wraps_   = upstream;
     cache_options_ = options;
     set_per_device_resource_ref(device, device_async_resource_ref{*cache_});

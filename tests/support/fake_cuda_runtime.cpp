@@ -9,6 +9,7 @@
 // told to fail once, right after a pool was created.
 
 #include "fake_cuda_runtime.hpp"
+#include "entry_points.hpp"
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
@@ -108,6 +109,21 @@ CUresult stream_get_ctx(CUstream stream, CUcontext* context)
   *context               = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
   return CUDA_SUCCESS;
 }
+
+CUresult primary_ctx_get_state(CUdevice device, unsigned int* flags, int* active)
+{
+  *flags  = 0;
+  *active = valid_device(device) ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult primary_ctx_retain(CUcontext* context, CUdevice device)
+{
+  *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
+  return CUDA_SUCCESS;
+}
+
+CUresult primary_ctx_release(CUdevice /*device*/) { return CUDA_SUCCESS; }
 
 }  // namespace
 
@@ -211,20 +227,17 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
                                              unsigned long long /*flags*/,
                                              cudaDriverEntryPointQueryResult* status)
 {
-  static std::map<std::string, void*> const entries{
+  static rmm_next::test::entry_point_table const entries{
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&fc::ctx_get_current)},
     {"cuCtxSetCurrent", reinterpret_cast<void*>(&fc::ctx_set_current)},
     {"cuCtxGetDevice", reinterpret_cast<void*>(&fc::ctx_get_device)},
     {"cuStreamGetDevice", reinterpret_cast<void*>(&fc::stream_get_device)},
     {"cuStreamGetCtx", reinterpret_cast<void*>(&fc::stream_get_ctx)},
+    {"cuDevicePrimaryCtxGetState", reinterpret_cast<void*>(&fc::primary_ctx_get_state)},
+    {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&fc::primary_ctx_retain)},
+    {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&fc::primary_ctx_release)},
   };
-  auto const it = entries.find(symbol);
-  *function     = it == entries.end() ? nullptr : it->second;
-  if (status != nullptr) {
-    *status =
-      it == entries.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
-  }
-  return cudaSuccess;
+  return rmm_next::test::answer_entry_point(entries, symbol, function, status);
 }
 
 cudaError_t cudaMemGetMemPool(cudaMemPool_t* pool,

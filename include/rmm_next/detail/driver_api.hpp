@@ -32,6 +32,22 @@ struct driver_api {
   CUresult (*ctx_set_current)(CUcontext)                            = nullptr;
   CUresult (*stream_get_device)(CUstream, CUdevice*)                = nullptr;  ///< driver 12.8+
   CUresult (*stream_get_ctx)(CUstream, CUcontext*)                  = nullptr;
+  // Fences of the thread cache: events recorded on a block's stream, waited on by a stream of
+  // the cache's own, never by the device or a context.
+  CUresult (*event_create)(CUevent*, unsigned int)                 = nullptr;
+  CUresult (*event_record)(CUevent, CUstream)                      = nullptr;
+  CUresult (*event_destroy)(CUevent)                               = nullptr;
+  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned int)   = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned int)               = nullptr;
+  CUresult (*stream_synchronize)(CUstream)                         = nullptr;
+  CUresult (*stream_destroy)(CUstream)                             = nullptr;
+  CUresult (*ctx_push_current)(CUcontext)                          = nullptr;
+  CUresult (*ctx_pop_current)(CUcontext*)                          = nullptr;
+  CUresult (*ctx_synchronize)()                                    = nullptr;
+  CUresult (*device_get)(CUdevice*, int)                           = nullptr;
+  CUresult (*primary_ctx_retain)(CUcontext*, CUdevice)             = nullptr;
+  CUresult (*primary_ctx_release)(CUdevice)                        = nullptr;
+  CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*) = nullptr;
 };
 
 /** @brief Resolves `name` (introduced in driver `version`) into `fn`; leaves it null on failure. */
@@ -66,6 +82,20 @@ inline driver_api const& driver() noexcept
     resolve_driver_entry_point("cuCtxSetCurrent", 4000, a.ctx_set_current);
     resolve_driver_entry_point("cuStreamGetDevice", 12080, a.stream_get_device);
     resolve_driver_entry_point("cuStreamGetCtx", 9020, a.stream_get_ctx);
+    resolve_driver_entry_point("cuEventCreate", 2000, a.event_create);
+    resolve_driver_entry_point("cuEventRecord", 2000, a.event_record);
+    resolve_driver_entry_point("cuEventDestroy", 4000, a.event_destroy);
+    resolve_driver_entry_point("cuStreamWaitEvent", 3020, a.stream_wait_event);
+    resolve_driver_entry_point("cuStreamCreate", 2000, a.stream_create);
+    resolve_driver_entry_point("cuStreamSynchronize", 2000, a.stream_synchronize);
+    resolve_driver_entry_point("cuStreamDestroy", 4000, a.stream_destroy);
+    resolve_driver_entry_point("cuCtxPushCurrent", 4000, a.ctx_push_current);
+    resolve_driver_entry_point("cuCtxPopCurrent", 4000, a.ctx_pop_current);
+    resolve_driver_entry_point("cuCtxSynchronize", 2000, a.ctx_synchronize);
+    resolve_driver_entry_point("cuDeviceGet", 2000, a.device_get);
+    resolve_driver_entry_point("cuDevicePrimaryCtxRetain", 7000, a.primary_ctx_retain);
+    resolve_driver_entry_point("cuDevicePrimaryCtxRelease", 11000, a.primary_ctx_release);
+    resolve_driver_entry_point("cuDevicePrimaryCtxGetState", 7000, a.primary_ctx_get_state);
     return a;
   }();
   return api;
@@ -113,10 +143,35 @@ inline CUcontext current_context_or_null() noexcept
 }
 
 /**
+ * @brief True when `context` is the primary context of `device`, which is active. A primary
+ * context lives as long as the process (a reset keeps its handle), so its device can be cached;
+ * a context made with `cuCtxCreate` can be destroyed and its address reused for another device.
+ * Asks without creating the primary context: only an active one is retained for the comparison.
+ */
+inline bool is_primary_context(CUcontext context, CUdevice device) noexcept
+{
+  driver_api const& api = driver();
+  if (api.primary_ctx_get_state == nullptr || api.primary_ctx_retain == nullptr ||
+      api.primary_ctx_release == nullptr) {
+    return false;
+  }
+  unsigned int flags{};
+  int active{};
+  if (api.primary_ctx_get_state(device, &flags, &active) != CUDA_SUCCESS || active == 0) {
+    return false;
+  }
+  CUcontext primary{};
+  if (api.primary_ctx_retain(&primary, device) != CUDA_SUCCESS) { return false; }
+  (void)api.primary_ctx_release(device);
+  return primary == context;
+}
+
+/**
  * @brief The device of `context`, which must be the calling thread's current context (as
- * `current_context_or_null` returned it): `cuCtxGetDevice`, cached per thread from context to
- * device, so a thread that stays on one context asks the driver once. -1 for null or when the
- * driver cannot say.
+ * `current_context_or_null` returned it): `cuCtxGetDevice`. Cached per thread for a primary
+ * context, so a thread that stays on one asks the driver once; asked each time for any other
+ * context, whose address a destroyed context's successor may take on another device. -1 for null
+ * or when the driver cannot say.
  */
 inline int device_of_current_context(CUcontext context) noexcept
 {
@@ -127,9 +182,11 @@ inline int device_of_current_context(CUcontext context) noexcept
   auto const fn = driver().ctx_get_device;
   CUdevice device{};
   if (fn == nullptr || fn(&device) != CUDA_SUCCESS) { return -1; }
-  cached_context = context;
-  cached_device  = static_cast<int>(device);
-  return cached_device;
+  if (is_primary_context(context, device)) {
+    cached_context = context;
+    cached_device  = static_cast<int>(device);
+  }
+  return static_cast<int>(device);
 }
 
 /**

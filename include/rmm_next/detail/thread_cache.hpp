@@ -6,7 +6,9 @@
 
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/stream_fence.hpp>
 
+#include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -23,8 +25,9 @@
 /**
  * @file
  * @brief The machinery behind `thread_cache_adaptor`, independent of the upstream's type: size
- * classes, the per-thread cache with its per-stream free lists, the registry through which other
- * threads flush a thread's cache, and the thread-local table of caches.
+ * classes, the per-thread cache with its fenced per-stream free lists, the registry through which
+ * other threads flush a thread's cache and which keeps the blocks nothing proves done yet, and the
+ * thread-local table of caches.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
@@ -59,6 +62,10 @@ static_assert(size_class_bytes(size_class_of(2048)) == 2048);
 static_assert(size_class_bytes(size_class_of(2049)) == 2560);
 static_assert(size_class_bytes(size_class_of(std::size_t{1} << 20)) == std::size_t{1} << 20);
 
+/** @brief The largest block the caches hold: larger limits are lowered to it (no class wraps). */
+inline constexpr std::size_t largest_cacheable_block = std::size_t{1} << 62;
+static_assert(size_class_bytes(size_class_of(largest_cacheable_block)) == largest_cacheable_block);
+
 // ---- Blocks going back upstream --------------------------------------------------------------
 
 /** @brief A block held by a cache: its pointer and the size it was allocated with upstream. */
@@ -68,18 +75,48 @@ struct cached_block {
 };
 
 /**
+ * @brief Blocks whose last uses all come before `fence`, an event recorded on their stream after
+ * their frees (null where no driver exists, so no GPU work either). The batch owns the event.
+ */
+struct fenced_batch {
+  CUevent fence{};
+  std::vector<cached_block> blocks;
+};
+
+/**
+ * @brief Blocks freed on the stream of id `stream_id` after its last fence: nothing proves their
+ * last use done, so no other stream may have them. They wait for their stream to be used again.
+ */
+struct unproven_batch {
+  std::uint64_t stream_id{};
+  std::vector<cached_block> blocks;
+};
+
+/** @brief What a cache gave up in one step: batches to release and batches to keep waiting. */
+struct taken_blocks {
+  std::vector<fenced_batch> fenced;
+  std::vector<unproven_batch> unproven;
+
+  [[nodiscard]] bool empty() const noexcept { return fenced.empty() && unproven.empty(); }
+};
+
+/**
  * @brief The typed side of a cache: returns blocks to the upstream. Implemented by the adaptor's
  * shared state; the type-erased parts below reach the upstream only through it.
  */
 class cache_backend {
  public:
   /**
-   * @brief Returns `blocks` upstream. Their streams may be gone, so none is named: the device is
-   * synchronized first, then each block is freed on the calling thread's default stream. Blocks
-   * that cannot go yet (the synchronization was refused) stay with the backend for a later call.
+   * @brief Returns `blocks` upstream, ordered after `fence` (null: no GPU work exists), on a
+   * stream of the backend's own: nothing waits on the host, and no call is made that a capture
+   * anywhere in the process would be harmed by. The blocks it could not order (the driver
+   * refused the wait) stay in `blocks`.
    * @return The bytes returned.
    */
-  virtual std::size_t release_blocks(std::vector<cached_block>& blocks) noexcept = 0;
+  virtual std::size_t release_fenced(CUevent fence, std::vector<cached_block>& blocks) noexcept = 0;
+
+  /** @brief Waits on the host until the blocks released so far are back in the upstream. */
+  virtual void wait_for_releases() noexcept = 0;
 
  protected:
   cache_backend()                                = default;
@@ -132,14 +169,35 @@ struct cache_counts {
   std::uint64_t misses{};
   std::uint64_t bypasses{};
   std::uint64_t cached_bytes{};
+
+  cache_counts& operator+=(cache_counts const& o) noexcept
+  {
+    hits += o.hits;
+    misses += o.misses;
+    bypasses += o.bypasses;
+    cached_bytes += o.cached_bytes;
+    return *this;
+  }
 };
 
 /** @brief Limits of every thread's cache (see `thread_cache_options`). */
 struct cache_limits {
   std::size_t max_cached_bytes;
   std::size_t max_streams;
-  std::size_t classes;  ///< size classes up to the largest cached block
+  std::size_t classes;             ///< size classes up to the largest cached block
+  std::size_t fence_interval;      ///< at most this many frees on a stream between its fences
+  std::size_t max_unfenced_bytes;  ///< and at most this many bytes
 };
+
+/**
+ * @brief Frees on a stream's list per step of its fence interval: a new list fences every free,
+ * and one that has seen `fence_ramp * k` frees every k-th, up to the limit. A short-lived stream
+ * (a stream per task) thus leaves nothing unproven when it is destroyed, while a long-lived one
+ * pays for a fence once every `fence_interval` frees.
+ */
+inline constexpr std::size_t fence_ramp = 256;
+
+class cache_registry;
 
 // ---- One thread's cache for one adaptor -------------------------------------------------------
 
@@ -147,41 +205,74 @@ struct cache_limits {
  * @brief The blocks one thread has freed through one adaptor, in a free list per stream and size
  * class.
  *
- * Only its thread pushes and pops; another thread may take everything out (a flush). Both hold
- * `lock`. A list is keyed by the stream handle and labelled with the stream's process-unique id;
- * an allocation that finds a different id at the handle (the stream was destroyed and another made
- * there) must not use the list: its blocks may still be in use by the old stream's work.
+ * Only its thread pushes and pops; another thread may take the fenced blocks out (a flush). Both
+ * hold `lock`. A list is keyed by the stream handle, and for the default-stream handles also by
+ * the context they name; it is labelled with the stream's process-unique id. An allocation that
+ * finds a different id at the handle (the stream was destroyed and another made there) must not
+ * use the list: its blocks may still be in use by the old stream's work.
+ *
+ * Each list has a fence: an event recorded on its stream, during one of its thread's calls on
+ * that stream, every `fence_interval` frees. The blocks freed before the fence (at the bottom of
+ * each size class's stack) may go to any stream once the fence is waited on; the later ones only
+ * back to their own stream.
  */
 class thread_cache {
  public:
-  explicit thread_cache(cache_limits const& limits) : limits_{limits}, lists_(limits.max_streams) {}
+  /** @brief One size class of one stream: blocks below `fenced` were freed before the fence. */
+  struct bin {
+    std::vector<void*> blocks;
+    std::size_t fenced{};
+  };
 
   /** @brief A stream's free lists. */
   struct stream_list {
     cudaStream_t handle{};
+    CUcontext key_context{};  ///< the context a default-stream handle names; else null
+    CUcontext context{};      ///< the stream's context, where its fence lives
     std::uint64_t id{};
     std::uint64_t last_use{};
     std::size_t bytes{};
+    std::size_t unfenced{};        ///< blocks freed since the last fence
+    std::size_t unfenced_bytes{};  ///< and their bytes
+    std::uint64_t frees{};         ///< frees into the list since it was made
     bool in_use{};
-    std::vector<std::vector<void*>> bins;
+    CUevent fence{};
+    std::vector<bin> bins;
   };
+
+  thread_cache(cache_registry& registry, cache_limits const& limits)
+    : registry_{registry}, limits_{limits}, lists_(limits.max_streams)
+  {
+  }
+  thread_cache(thread_cache const&)            = delete;
+  thread_cache& operator=(thread_cache const&) = delete;
+  ~thread_cache()
+  {
+    for (stream_list& l : lists_) {
+      destroy_fence_event(l.fence);
+    }
+  }
 
   spin_lock lock;
 
   /**
-   * @brief The list of `handle`, made (labelled `id` once `id_of` gives it) if none exists. When
-   * every list is taken, the least recently used one is emptied into `evicted` and reused. Lock
-   * held.
+   * @brief The list of `handle` (and `key_context`), made if none exists: `label(list)` then sets
+   * its id and context, and blocks left unproven on that stream by an exited thread or an earlier
+   * list join it. When every list is taken, the least recently used one gives up its blocks into
+   * `out` and is reused. Lock held.
    */
-  template <class IdOf>
-  stream_list& list_for(cudaStream_t handle, IdOf&& id_of, std::vector<cached_block>& evicted)
+  template <class Label>
+  stream_list& list_for(cudaStream_t handle,
+                        CUcontext key_context,
+                        Label&& label,
+                        taken_blocks& out)
   {
     ++tick_;
-    if (lists_[mru_].in_use && lists_[mru_].handle == handle) { return touch(lists_[mru_]); }
+    if (matches(lists_[mru_], handle, key_context)) { return touch(lists_[mru_]); }
     std::size_t victim = 0;
     for (std::size_t i = 0; i < lists_.size(); ++i) {
       stream_list& l = lists_[i];
-      if (l.in_use && l.handle == handle) {
+      if (matches(l, handle, key_context)) {
         mru_ = i;
         return touch(l);
       }
@@ -190,23 +281,50 @@ class thread_cache {
       }
     }
     stream_list& l = lists_[victim];
-    take_all(l, evicted);
+    fence_if_per_thread(l);
+    take_all(l, out);
     if (l.bins.empty()) { l.bins.resize(limits_.classes); }
-    l.handle = handle;
-    l.id     = id_of();
-    l.in_use = true;
-    mru_     = victim;
+    l.frees       = 0;
+    l.handle      = handle;
+    l.key_context = key_context;
+    l.in_use      = true;
+    label(l);
+    mru_ = victim;
+    adopt(l);
     return touch(l);
+  }
+
+  /**
+   * @brief Gives `list` to the stream of id `id` and context `context` after a stale id was found
+   * at its handle: its blocks go into `out` first. Lock held.
+   */
+  void relabel(stream_list& list, std::uint64_t id, CUcontext context, taken_blocks& out)
+  {
+    take_all(list, out);
+    list.id    = id;
+    list.frees = 0;
+    if (list.context != context) {
+      destroy_fence_event(list.fence);
+      list.fence   = nullptr;
+      list.context = context;
+    }
+    adopt(list);
   }
 
   /** @brief Pops a block of class `cls` from `list`, or nullptr. Lock held. */
   void* pop(stream_list& list, std::size_t cls) noexcept
   {
-    std::vector<void*>& bin = list.bins[cls];
-    if (bin.empty()) { return nullptr; }
-    void* ptr = bin.back();
-    bin.pop_back();
+    bin& b = list.bins[cls];
+    if (b.blocks.empty()) { return nullptr; }
+    void* ptr = b.blocks.back();
+    b.blocks.pop_back();
     std::size_t const bytes = size_class_bytes(cls);
+    if (b.fenced > b.blocks.size()) {
+      b.fenced = b.blocks.size();
+    } else {
+      --list.unfenced;
+      list.unfenced_bytes -= bytes;
+    }
     list.bytes -= bytes;
     cached_bytes_ -= bytes;
     counts_.cached_bytes.sub(bytes);
@@ -218,33 +336,106 @@ class thread_cache {
   {
     std::size_t const bytes = size_class_bytes(cls);
     if (cached_bytes_ + bytes > limits_.max_cached_bytes) { return false; }
-    list.bins[cls].push_back(ptr);
+    list.bins[cls].blocks.push_back(ptr);
+    ++list.unfenced;
+    list.unfenced_bytes += bytes;
+    ++list.frees;
     list.bytes += bytes;
     cached_bytes_ += bytes;
     counts_.cached_bytes.add(bytes);
     return true;
   }
 
-  /** @brief Moves every block of `list` into `out`. Lock held. */
-  void take_all(stream_list& list, std::vector<cached_block>& out)
+  /** @brief True when the next free on `list`, of class `cls`, should be followed by a fence. */
+  [[nodiscard]] bool fence_due(stream_list const& list, std::size_t cls) const noexcept
   {
-    if (list.bytes == 0) { return; }
-    for (std::size_t cls = 0; cls < list.bins.size(); ++cls) {
-      for (void* ptr : list.bins[cls]) {
-        out.push_back({ptr, size_class_bytes(cls)});
-      }
-      list.bins[cls].clear();
-    }
-    cached_bytes_ -= list.bytes;
-    counts_.cached_bytes.sub(list.bytes);
-    list.bytes = 0;
+    std::size_t const interval =
+      std::min<std::size_t>(limits_.fence_interval, 1 + list.frees / fence_ramp);
+    return list.unfenced + 1 >= interval ||
+           list.unfenced_bytes + size_class_bytes(cls) > limits_.max_unfenced_bytes;
   }
 
-  /** @brief Moves every block of every list into `out`. Lock held. */
-  void take_all(std::vector<cached_block>& out)
+  /**
+   * @brief Records `list`'s fence on its stream, which the caller knows to be alive, labelled
+   * correctly and not captured: every block in the list becomes fenced. Lock held.
+   */
+  static void fence(stream_list& list) noexcept
+  {
+    if (list.unfenced == 0 || !fences_available()) { return; }
+    if (list.fence == nullptr) { list.fence = make_fence_event(list.context); }
+    if (!record_fence(list.fence, list.handle)) { return; }
+    for (bin& b : list.bins) {
+      b.fenced = b.blocks.size();
+    }
+    list.unfenced       = 0;
+    list.unfenced_bytes = 0;
+  }
+
+  /**
+   * @brief Moves the fenced blocks of `list` into `out` (with its fence), and the others too
+   * unless `fenced_only`. Lock held.
+   */
+  void take_all(stream_list& list, taken_blocks& out, bool fenced_only = false)
+  {
+    if (list.bytes == 0) { return; }
+    bool const proven = !fences_available();  // no driver: no GPU work to wait for
+    fenced_batch done;
+    unproven_batch waiting{list.id, {}};
+    for (std::size_t cls = 0; cls < list.bins.size(); ++cls) {
+      bin& b                   = list.bins[cls];
+      std::size_t const bytes  = size_class_bytes(cls);
+      std::size_t const fenced = proven ? b.blocks.size() : b.fenced;
+      std::size_t const end    = fenced_only ? fenced : b.blocks.size();
+      for (std::size_t i = 0; i < fenced; ++i) {
+        done.blocks.push_back({b.blocks[i], bytes});
+      }
+      for (std::size_t i = fenced; i < end; ++i) {
+        waiting.blocks.push_back({b.blocks[i], bytes});
+      }
+    }
+    // Nothing below throws: the lists change only once both batches are made.
+    out.fenced.reserve(out.fenced.size() + 1);
+    out.unproven.reserve(out.unproven.size() + 1);
+    std::size_t taken = 0;
+    for (std::size_t cls = 0; cls < list.bins.size(); ++cls) {
+      bin& b                   = list.bins[cls];
+      std::size_t const fenced = proven ? b.blocks.size() : b.fenced;
+      std::size_t const gone   = fenced_only ? fenced : b.blocks.size();
+      b.blocks.erase(b.blocks.begin(), b.blocks.begin() + static_cast<std::ptrdiff_t>(gone));
+      b.fenced = 0;
+      taken += gone * size_class_bytes(cls);
+    }
+    if (!fenced_only || proven) {
+      list.unfenced       = 0;
+      list.unfenced_bytes = 0;
+    }
+    list.bytes -= taken;
+    cached_bytes_ -= taken;
+    counts_.cached_bytes.sub(taken);
+    if (!done.blocks.empty()) {
+      done.fence = list.fence;  // the batch waits on it; the list makes a new one when needed
+      list.fence = nullptr;
+      out.fenced.push_back(std::move(done));
+    }
+    if (!waiting.blocks.empty()) { out.unproven.push_back(std::move(waiting)); }
+  }
+
+  /** @brief Moves the blocks of every list into `out` (see the one-list form). Lock held. */
+  void take_all(taken_blocks& out, bool fenced_only)
   {
     for (stream_list& l : lists_) {
-      take_all(l, out);
+      take_all(l, out, fenced_only);
+    }
+  }
+
+  /**
+   * @brief At thread exit: fences the lists of this thread's per-thread default streams, which
+   * end with the thread (see `fence_if_per_thread`). Lock held.
+   */
+  void fence_per_thread_streams() noexcept
+  {
+    for (stream_list& l : lists_) {
+      fence_if_per_thread(l);
     }
   }
 
@@ -260,11 +451,30 @@ class thread_cache {
   }
 
  private:
+  static bool matches(stream_list const& l, cudaStream_t handle, CUcontext key_context) noexcept
+  {
+    return l.in_use && l.handle == handle && l.key_context == key_context;
+  }
+
+  /**
+   * @brief Fences `l` if it is a list of the calling thread's own per-thread default stream (of
+   * any context): alive while the thread is, and captured only by it. Lock held.
+   */
+  static void fence_if_per_thread(stream_list& l) noexcept
+  {
+    if (!l.in_use || l.handle != cudaStreamPerThread || l.unfenced == 0) { return; }
+    context_scope const scope{l.context};
+    if (scope.ok() && stream_is_eager(l.handle)) { fence(l); }
+  }
+
   stream_list& touch(stream_list& l) noexcept
   {
     l.last_use = tick_;
     return l;
   }
+
+  /** @brief Takes the unproven blocks of `list`'s stream back into it, unfenced. Lock held. */
+  void adopt(stream_list& list);
 
   struct counters {
     owner_counter hits;
@@ -273,6 +483,7 @@ class thread_cache {
     owner_counter cached_bytes;
   };
 
+  cache_registry& registry_;
   cache_limits limits_;
   std::vector<stream_list> lists_;
   std::size_t mru_{0};
@@ -285,12 +496,15 @@ class thread_cache {
 
 /**
  * @brief What the caches of one adaptor share with it: the backend (null once the adaptor is
- * gone), every live thread's cache, and the counts of threads that have exited.
+ * gone), every live thread's cache, the counts of threads that have exited, and the blocks whose
+ * last use nothing proves done yet.
  *
  * Held by the adaptor's state and by each thread's table entry, so its address identifies the
- * adaptor for as long as any thread still has a cache for it.
+ * adaptor for as long as any thread still has a cache for it. Locks, outermost first: `mutex`, a
+ * cache's `lock`, `unproven_mutex`.
  */
-struct cache_registry {
+class cache_registry {
+ public:
   explicit cache_registry(cache_backend* b, cache_limits const& l) : backend{b}, limits{l} {}
 
   std::mutex mutex;
@@ -301,31 +515,136 @@ struct cache_registry {
   std::atomic<std::uint64_t> flushes{0};
 
   /**
-   * @brief Takes every block out of every thread's cache and returns them upstream. The caller
-   * holds `mutex` and `backend` is alive.
+   * @brief Takes the fenced blocks out of every thread's cache and returns them upstream. The
+   * caller holds `mutex` and `backend` is alive.
    * @return The bytes returned.
    */
   std::size_t flush_locked() noexcept
   {
-    std::vector<cached_block> blocks;
+    taken_blocks taken;
     try {
       for (thread_cache* cache : caches) {
         std::lock_guard guard{cache->lock};
-        cache->take_all(blocks);
+        cache->take_all(taken, true);
       }
-    } catch (...) {  // std::bad_alloc growing `blocks`: return what was taken
+    } catch (...) {  // std::bad_alloc growing `taken`: return what was taken
     }
-    return release(blocks);
+    return release_locked(taken);
   }
 
-  /** @brief Returns `blocks` upstream and counts one flush. `mutex` held, backend alive. */
-  std::size_t release(std::vector<cached_block>& blocks) noexcept
+  /**
+   * @brief Returns the fenced batches of `taken` upstream (counting one flush) and keeps the
+   * unproven ones for their streams. `mutex` held, backend alive.
+   * @return The bytes returned.
+   */
+  std::size_t release_locked(taken_blocks& taken) noexcept
   {
-    std::size_t const bytes = backend->release_blocks(blocks);
+    std::size_t bytes = 0;
+    for (fenced_batch& batch : taken.fenced) {
+      bytes += backend->release_fenced(batch.fence, batch.blocks);
+      destroy_fence_event(batch.fence);
+      batch.fence = nullptr;
+      if (!batch.blocks.empty()) {  // the driver refused the wait: no stream may have them
+        park(unproven_batch{0, std::move(batch.blocks)});
+      }
+    }
+    for (unproven_batch& batch : taken.unproven) {
+      park(std::move(batch));
+    }
+    taken.fenced.clear();
+    taken.unproven.clear();
     if (bytes != 0) { flushes.fetch_add(1, std::memory_order_relaxed); }
     return bytes;
   }
+
+  /** @brief As `release_locked`, taking `mutex`; the blocks stay with the process once the
+   * adaptor is gone. */
+  std::size_t release(taken_blocks& taken) noexcept
+  {
+    if (taken.empty()) { return 0; }
+    std::lock_guard lock{mutex};
+    if (backend == nullptr) { return 0; }
+    return release_locked(taken);
+  }
+
+  /** @brief Keeps `batch` until a list of its stream takes it back. */
+  void park(unproven_batch&& batch) noexcept
+  {
+    if (batch.blocks.empty()) { return; }
+    std::size_t bytes = 0;
+    for (cached_block const& b : batch.blocks) {
+      bytes += b.bytes;
+    }
+    std::lock_guard lock{unproven_mutex_};
+    try {
+      unproven_.push_back(std::move(batch));
+    } catch (...) {  // std::bad_alloc: the blocks stay with the process, never reused
+      return;
+    }
+    unproven_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+
+  /** @brief Takes the kept blocks of the stream of id `id` (none for id 0). */
+  std::vector<cached_block> adopt(std::uint64_t id)
+  {
+    std::vector<cached_block> out;
+    if (id == 0 || unproven_bytes_.load(std::memory_order_relaxed) == 0) { return out; }
+    std::lock_guard lock{unproven_mutex_};
+    for (auto it = unproven_.begin(); it != unproven_.end();) {
+      if (it->stream_id != id) {
+        ++it;
+        continue;
+      }
+      std::size_t bytes = 0;
+      for (cached_block const& b : it->blocks) {
+        bytes += b.bytes;
+      }
+      if (out.empty()) {
+        out = std::move(it->blocks);
+      } else {
+        out.insert(out.end(), it->blocks.begin(), it->blocks.end());
+      }
+      unproven_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+      it = unproven_.erase(it);
+    }
+    return out;
+  }
+
+  /** @brief Bytes of blocks kept because nothing proves their last use done. */
+  [[nodiscard]] std::size_t unproven_bytes() const noexcept
+  {
+    return unproven_bytes_.load(std::memory_order_relaxed);
+  }
+
+  /** @brief Sums the counts of exited threads and of every live cache. `mutex` held. */
+  [[nodiscard]] cache_counts counts_locked() const noexcept
+  {
+    cache_counts sum = retired;
+    for (thread_cache const* cache : caches) {
+      sum += cache->counts();
+    }
+    return sum;
+  }
+
+ private:
+  std::mutex unproven_mutex_;
+  std::vector<unproven_batch> unproven_;  ///< guarded by unproven_mutex_
+  std::atomic<std::size_t> unproven_bytes_{0};
 };
+
+inline void thread_cache::adopt(stream_list& list)
+{
+  std::vector<cached_block> const back = registry_.adopt(list.id);
+  for (cached_block const& b : back) {
+    std::size_t const cls = size_class_of(b.bytes);
+    list.bins[cls].blocks.push_back(b.ptr);
+    ++list.unfenced;
+    list.unfenced_bytes += b.bytes;
+    list.bytes += b.bytes;
+    cached_bytes_ += b.bytes;
+    counts_.cached_bytes.add(b.bytes);
+  }
+}
 
 // ---- Each thread's caches --------------------------------------------------------------------
 
@@ -340,7 +659,8 @@ inline thread_local bool thread_caches_gone{false};
 
 /**
  * @brief A thread's caches, one per adaptor it has used. When the thread exits, each cache's
- * blocks go back upstream (unless the adaptor is gone) and its counts join the adaptor's.
+ * fenced blocks go back upstream (unless the adaptor is gone), the others wait for their streams,
+ * and its counts join the adaptor's.
  */
 class thread_cache_table {
  public:
@@ -364,7 +684,8 @@ class thread_cache_table {
       if (e.registry == registry) { return remember(e); }
     }
     prune();
-    auto cache = std::make_unique<thread_cache>(registry->limits);
+    entries_.reserve(entries_.size() + 1);  // nothing below throws once the registry knows it
+    auto cache = std::make_unique<thread_cache>(*registry, registry->limits);
     {
       std::lock_guard lock{registry->mutex};
       registry->caches.push_back(cache.get());
@@ -393,18 +714,18 @@ class thread_cache_table {
     auto const it = std::find(r.caches.begin(), r.caches.end(), e.cache.get());
     if (it == r.caches.end()) { return; }
     r.caches.erase(it);
-    cache_counts const c = e.cache->counts();
-    r.retired.hits += c.hits;
-    r.retired.misses += c.misses;
-    r.retired.bypasses += c.bypasses;
+    cache_counts c = e.cache->counts();
+    c.cached_bytes = 0;
+    r.retired += c;
     if (r.backend == nullptr) { return; }
-    std::vector<cached_block> blocks;
+    taken_blocks taken;
     try {
       std::lock_guard guard{e.cache->lock};
-      e.cache->take_all(blocks);
+      e.cache->fence_per_thread_streams();
+      e.cache->take_all(taken, false);
     } catch (...) {  // std::bad_alloc: the blocks not taken stay with the process
     }
-    r.release(blocks);
+    r.release_locked(taken);
   }
 
   /** @brief Drops the caches of adaptors that no longer exist (their blocks are already gone). */
