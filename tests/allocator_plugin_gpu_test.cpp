@@ -18,8 +18,11 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -197,6 +200,60 @@ TEST_F(AllocatorPlugin, CupyMemoryOfAForgottenStreamIsFreedOnTheDefaultStream)
   // A pointer the table does not know is refused, not freed.
   rmm_next_cupy_free(nullptr, p, 0);
   EXPECT_NE(std::string{rmm_next_last_error()}.find("not allocated by"), std::string::npos);
+}
+
+TEST_F(AllocatorPlugin, ReleasingAndForgettingLeaveAnotherThreadsCaptureIntact)
+{
+  ASSERT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0) << rmm_next_last_error();
+  rmm_next::test::stream_guard stream;
+  for (cudaStreamCaptureMode mode : {cudaStreamCaptureModeGlobal,
+                                     cudaStreamCaptureModeThreadLocal,
+                                     cudaStreamCaptureModeRelaxed}) {
+    void* p = rmm_next_torch_alloc(1 << 16, 0, stream);
+    ASSERT_NE(p, nullptr);
+    rmm_next_torch_free(p, 1 << 16, 0, stream);  // cached
+    cudaStream_t gone{};
+    ASSERT_EQ(cudaStreamCreateWithFlags(&gone, cudaStreamNonBlocking), cudaSuccess);
+    void* c = rmm_next_cupy_malloc(gone, 4096, 0);
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(gone), cudaSuccess);
+
+    std::mutex m;
+    std::condition_variable cv;
+    int phase         = 0;
+    cudaError_t ended = cudaErrorUnknown;
+    std::thread capturer{[&] {
+      rmm_next::test::stream_guard captured;
+      cudaGraph_t graph{};
+      ASSERT_EQ(cudaStreamBeginCapture(captured, mode), cudaSuccess);
+      EXPECT_EQ(cudaMemsetAsync(c, 0, 16, captured), cudaSuccess);
+      {
+        std::unique_lock lock{m};
+        phase = 1;
+        cv.notify_all();
+        cv.wait(lock, [&] { return phase == 2; });
+      }
+      ended = cudaStreamEndCapture(captured, &graph);
+      if (graph != nullptr) { (void)cudaGraphDestroy(graph); }
+    }};
+    {
+      std::unique_lock lock{m};
+      cv.wait(lock, [&] { return phase == 1; });
+    }
+    EXPECT_EQ(rmm_next_release_unused(0), 0) << rmm_next_last_error();  // torch.cuda.empty_cache
+    rmm_next_cupy_forget_stream(gone);  // a CuPy stream collected mid-capture
+    {
+      std::lock_guard lock{m};
+      phase = 2;
+      cv.notify_all();
+    }
+    capturer.join();
+    EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
+    EXPECT_EQ(statistics().cached_bytes, 0U);
+    rmm_next_cupy_free(nullptr, c, 0);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
 }
 
 }  // namespace

@@ -132,11 +132,12 @@ struct world {
   {
     if (reuse) {
       for (auto& s : streams) {
-        bool const special = std::any_of(legacy.begin(), legacy.end(), [&](auto const& l) {
-          return l.second == s.get();
-        }) || std::any_of(per_thread.begin(), per_thread.end(), [&](auto const& p) {
-          return p.second == s.get();
-        });
+        bool const special =
+          std::any_of(
+            legacy.begin(), legacy.end(), [&](auto const& l) { return l.second == s.get(); }) ||
+          std::any_of(per_thread.begin(), per_thread.end(), [&](auto const& p) {
+            return p.second == s.get();
+          });
         if (!s->alive && !special) {
           *s          = stream{};
           s->uid      = next_uid++;
@@ -150,7 +151,8 @@ struct world {
   }
 };
 
-world& the() {
+world& the()
+{
   static world w;
   return w;
 }
@@ -159,13 +161,16 @@ thread_local std::vector<int> ctx_stack{0};
 
 int current_ctx() { return ctx_stack.back(); }
 
-CUcontext ctx_handle(int c) { return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(c + 1) << 4); }
+CUcontext ctx_handle(int c)
+{
+  return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(c + 1) << 4);
+}
 int ctx_of(CUcontext h) { return static_cast<int>(reinterpret_cast<std::uintptr_t>(h) >> 4) - 1; }
 
 /** The stream `h` names for the calling thread, or null (a destroyed handle: a violation). */
 stream* resolve(CUstream h, char const* call)
 {
-  world& w = the();
+  world& w     = the();
   auto const v = reinterpret_cast<std::uintptr_t>(h);
   if (v == 0 || v == 1) {
     auto& s = w.legacy[current_ctx()];
@@ -215,7 +220,8 @@ void enqueue(stream& s)
 
 // ---- Driver entry points -------------------------------------------------------------------
 
-#define LOCK std::lock_guard lock_ { the().mutex }
+#define LOCK \
+  std::lock_guard lock_ { the().mutex }
 
 CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus* st)
 {
@@ -490,7 +496,9 @@ class model_pool {
   {
     std::lock_guard lock{the().mutex};
     model::stream* s = model::resolve(reinterpret_cast<CUstream>(stream.get()), "pool allocate");
-    if (s == nullptr) { throw rmm_next::cuda_error{cudaErrorInvalidResourceHandle, "model: a destroyed stream"}; }
+    if (s == nullptr) {
+      throw rmm_next::cuda_error{cudaErrorInvalidResourceHandle, "model: a destroyed stream"};
+    }
     if (s->capturing) {
       std::uintptr_t const a = s_->next;
       s_->next += (bytes + 4095) / 4096 * 4096 + 4096;
@@ -498,7 +506,8 @@ class model_pool {
       return reinterpret_cast<void*>(a);
     }
     if (bytes > s_->capacity - s_->in_use) {
-      throw rmm_next::out_of_memory{"rmm_next::out_of_memory: model pool: " + std::to_string(bytes)};
+      throw rmm_next::out_of_memory{"rmm_next::out_of_memory: model pool: " +
+                                    std::to_string(bytes)};
     }
     s_->in_use += bytes;
     for (auto& [a, b] : s_->blocks) {
@@ -617,7 +626,9 @@ struct live_block {
 
 std::uint64_t seed_from_environment()
 {
-  if (char const* env = std::getenv("RMM_NEXT_MODEL_SEED")) { return std::strtoull(env, nullptr, 10); }
+  if (char const* env = std::getenv("RMM_NEXT_MODEL_SEED")) {
+    return std::strtoull(env, nullptr, 10);
+  }
   return std::random_device{}();
 }
 
@@ -661,7 +672,8 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   auto new_stream = [&](bool reuse) {
     std::lock_guard lock{the().mutex};
     int const ctx = pick(8) == 0 ? 2 : static_cast<int>(pick(2));
-    streams.push_back(reinterpret_cast<cudaStream_t>(the().create_stream(ctx, pick(2) == 0, reuse)));
+    streams.push_back(
+      reinterpret_cast<cudaStream_t>(the().create_stream(ctx, pick(2) == 0, reuse)));
   };
   for (int i = 0; i < 6; ++i) {
     new_stream(false);
@@ -733,7 +745,8 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       model::stream* s = nullptr;
       workers[w]->call([&] {
         std::lock_guard lock{the().mutex};
-        if (model::is_legacy(reinterpret_cast<CUstream>(b.handle)) || b.handle == cudaStreamPerThread) {
+        if (model::is_legacy(reinterpret_cast<CUstream>(b.handle)) ||
+            b.handle == cudaStreamPerThread) {
           s = resolve_on(b.handle);
         } else {
           s = b.on;
@@ -774,9 +787,8 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
     }
   };
 
-  auto const deadline =
-    std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  long steps = 0;
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  long steps          = 0;
   while (std::chrono::steady_clock::now() < deadline && the().violations.empty()) {
     ++steps;
     std::size_t const w = pick(workers.size());
@@ -795,7 +807,8 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       std::size_t const i        = pick(live.size());
       std::ptrdiff_t const owner = worker_for(live[i]);
       if (owner < 0) { continue; }
-      if (capture.on && live[i].on == capture.s && static_cast<std::size_t>(owner) != capture.worker) {
+      if (capture.on && live[i].on == capture.s &&
+          static_cast<std::size_t>(owner) != capture.worker) {
         continue;
       }
       free_block(static_cast<std::size_t>(owner), i);
@@ -825,7 +838,7 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       ++ops["context switch"];
     } else if (r < 90) {  // a stream is destroyed after its blocks are freed; a new one is made
       if (pick(10) != 0) { continue; }
-      std::size_t const k = pick(streams.size());
+      std::size_t const k  = pick(streams.size());
       cudaStream_t const h = streams[k];
       if (capture.on && resolve_on(h) == capture.s) { continue; }
       for (std::size_t i = live.size(); i-- > 0;) {
@@ -841,7 +854,7 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
     } else if (r < 95) {  // a capture begins or ends on a worker's stream
       if (!capture.on) {
         cudaStream_t const h = pick(3) == 0 ? cudaStreamPerThread : streams[pick(streams.size())];
-        model::stream* s = nullptr;
+        model::stream* s     = nullptr;
         workers[w]->call([&] {
           std::lock_guard lock{the().mutex};
           s = resolve_on(h);

@@ -445,6 +445,25 @@ class thread_cache_adaptor
     return bytes;
   }
 
+  /**
+   * @brief Returns every cached block upstream, also those whose last use nothing proves done
+   * (`statistics().unproven_bytes`, and the blocks freed after their stream's last fence): first
+   * waits on the host for every context whose streams they were freed on (`cuCtxSynchronize`).
+   * A context synchronization invalidates any capture of a stream of that context: call this
+   * only where none runs, for example after destroying streams, where `flush()` does not do.
+   * @return The bytes returned.
+   */
+  std::size_t synchronize_and_flush() noexcept
+  {
+    std::size_t bytes = 0;
+    {
+      std::lock_guard lock{state_->registry_->mutex};
+      bytes = state_->registry_->synchronize_and_flush_locked();
+    }
+    state_->wait_for_releases();
+    return bytes;
+  }
+
   /** @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now. */
   [[nodiscard]] thread_cache_statistics statistics() const
   {

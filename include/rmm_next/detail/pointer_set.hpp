@@ -119,7 +119,10 @@ class pointer_set {
   };
 
   /** @brief Pointers at addresses 0 and 1 cannot be stored; every allocation is above them. */
-  static std::uintptr_t key_of(void const* p) noexcept { return reinterpret_cast<std::uintptr_t>(p); }
+  static std::uintptr_t key_of(void const* p) noexcept
+  {
+    return reinterpret_cast<std::uintptr_t>(p);
+  }
 
   /** @brief A table twice the live count (at least 64 slots), refilled, made current. */
   table* grow()

@@ -89,6 +89,7 @@ struct fenced_batch {
  */
 struct unproven_batch {
   std::uint64_t stream_id{};
+  CUcontext context{};  ///< the stream's context, which `synchronize_and_flush` waits for
   std::vector<cached_block> blocks;
 };
 
@@ -380,7 +381,7 @@ class thread_cache {
     if (list.bytes == 0) { return; }
     bool const proven = !fences_available();  // no driver: no GPU work to wait for
     fenced_batch done;
-    unproven_batch waiting{list.id, {}};
+    unproven_batch waiting{list.id, list.context, {}};
     for (std::size_t cls = 0; cls < list.bins.size(); ++cls) {
       bin& b                   = list.bins[cls];
       std::size_t const bytes  = size_class_bytes(cls);
@@ -545,7 +546,7 @@ class cache_registry {
       destroy_fence_event(batch.fence);
       batch.fence = nullptr;
       if (!batch.blocks.empty()) {  // the driver refused the wait: no stream may have them
-        park(unproven_batch{0, std::move(batch.blocks)});
+        park(unproven_batch{0, nullptr, std::move(batch.blocks)});
       }
     }
     for (unproven_batch& batch : taken.unproven) {
@@ -608,6 +609,47 @@ class cache_registry {
       it = unproven_.erase(it);
     }
     return out;
+  }
+
+  /**
+   * @brief Takes every block out of every thread's cache and every kept one, waits for the
+   * contexts of their streams on the host (`cuCtxSynchronize`), and returns them upstream. The
+   * caller holds `mutex`, `backend` is alive, and no stream of those contexts is being captured.
+   * @return The bytes returned.
+   */
+  std::size_t synchronize_and_flush_locked() noexcept
+  {
+    taken_blocks taken;
+    try {
+      for (thread_cache* cache : caches) {
+        std::lock_guard guard{cache->lock};
+        cache->take_all(taken, false);
+      }
+      std::lock_guard lock{unproven_mutex_};
+      for (unproven_batch& batch : unproven_) {
+        taken.unproven.push_back(std::move(batch));
+      }
+      unproven_.clear();
+      unproven_bytes_.store(0, std::memory_order_relaxed);
+    } catch (...) {  // std::bad_alloc: what was not taken stays
+    }
+    std::vector<CUcontext> done;
+    std::size_t bytes = 0;
+    for (unproven_batch& batch : taken.unproven) {
+      if (std::find(done.begin(), done.end(), batch.context) == done.end()) {
+        context_scope const scope{batch.context};
+        if (auto const sync = driver().ctx_synchronize; sync != nullptr && scope.ok()) {
+          (void)sync();
+        }
+        try {
+          done.push_back(batch.context);
+        } catch (...) {  // std::bad_alloc: the next batch of this context synchronizes again
+        }
+      }
+      bytes += backend->release_fenced(nullptr, batch.blocks);
+    }
+    taken.unproven.clear();
+    return bytes + release_locked(taken);
   }
 
   /** @brief Bytes of blocks kept because nothing proves their last use done. */
