@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -70,12 +71,12 @@ TEST(Counters, ThreadsCountApartAndSumsSurviveThreadExit)
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&registry, t] {
         for (int i = 0; i < per_thread; ++i) {
-          device_counts* c = local_counts(registry, t % 2);
+          counts_ref const c = local_counts(registry, t % 2);
           bump(c->allocations[static_cast<std::size_t>(source::cupy)]);
           bump(c->bytes_allocated, 10);
         }
         for (int i = 0; i < per_thread / 2; ++i) {
-          device_counts* c = local_counts(registry, t % 2);
+          counts_ref const c = local_counts(registry, t % 2);
           bump(c->deallocations);
           bump(c->bytes_freed, 10);
         }
@@ -90,8 +91,58 @@ TEST(Counters, ThreadsCountApartAndSumsSurviveThreadExit)
     EXPECT_EQ(t.allocations[static_cast<std::size_t>(source::cupy)], 2U * 4 * per_thread);
     EXPECT_EQ(t.bytes_allocated - t.bytes_freed, 2U * 4 * per_thread * 10 / 2);
   }
-  EXPECT_EQ(local_counts(registry, 2), nullptr);  // out of range: not counted
-  EXPECT_EQ(local_counts(registry, -1), nullptr);
+  EXPECT_EQ(local_counts(registry, 2).get(), nullptr);  // out of range: not counted
+  EXPECT_EQ(local_counts(registry, -1).get(), nullptr);
+}
+
+// A thread's counter block goes back to the registry when the thread exits, and the next new thread
+// takes it. A thread_local destroyed after that (constructed before the thread first counted) may
+// still free through the plugin: its count must not go into the block another thread now holds.
+TEST(Counters, ACountAfterTheThreadsBlockWentBackLeavesOtherThreadsBlocksAlone)
+{
+  counter_registry registry{1};
+  // 1: the first thread's block went back; 2: the second thread holds a block; 3: the first
+  // thread counted once more.
+  std::atomic<int> stage{0};
+  struct late_count {
+    counter_registry* registry{};
+    std::atomic<int>* stage{};
+    ~late_count()
+    {
+      if (registry == nullptr) { return; }
+      stage->store(1);
+      stage->notify_all();
+      stage->wait(1);
+      if (auto const c = local_counts(*registry, 0)) { bump(c->deallocations); }
+      stage->store(3);
+      stage->notify_all();
+    }
+  };
+  std::thread exiting{[&] {
+    thread_local late_count
+      late;  // constructed first: destroyed after the thread's block went back
+    late.registry = &registry;
+    late.stage    = &stage;
+    auto const c  = local_counts(registry, 0);
+    bump(c->deallocations);
+  }};
+  std::uint64_t before{};
+  std::uint64_t after{};
+  std::thread next{[&] {
+    stage.wait(0);
+    auto const c = local_counts(registry, 0);  // the block the exiting thread gave back
+    before       = c->deallocations.load();
+    stage.store(2);
+    stage.notify_all();
+    while (stage.load() != 3) {
+      stage.wait(2);
+    }
+    after = c->deallocations.load();
+  }};
+  exiting.join();
+  next.join();
+  EXPECT_EQ(after, before) << "an exiting thread counted into another thread's block";
+  EXPECT_EQ(registry.totals(0).deallocations, 2U);  // both counts of the exiting thread
 }
 
 TEST(RarePointerMap, TakesWhatWasPutOnce)

@@ -196,18 +196,18 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
   plugin_state& st = state();
   device           = st.resolve(device);
   st.slot(device);
-  device_counts* const counts = local_counts(st.counters, device);
+  counts_ref const counts = local_counts(st.counters, device);
   void* ptr{};
   try {
     ptr = get_per_device_resource_ref(device).allocate(cuda::stream_ref{stream}, bytes, alignment);
   } catch (...) {
-    if (counts != nullptr) { bump(counts->failures); }
+    if (counts) { bump(counts->failures); }
     throw;
   }
   if (capture_state const c = capture_of(stream); c.capturing) {
     st.graph_allocations.put(ptr, c.id);
   }
-  if (counts != nullptr) {
+  if (counts) {
     bump(counts->allocations[static_cast<std::size_t>(from)]);
     bump(counts->bytes_allocated, bytes);
   }
@@ -220,7 +220,7 @@ void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
   if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, capturing); }
   get_per_device_resource_ref(f.device).deallocate(
     cuda::stream_ref{f.stream}, f.ptr, f.bytes, alignment);
-  if (device_counts* const counts = local_counts(st.counters, f.device)) {
+  if (counts_ref const counts = local_counts(st.counters, f.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, f.bytes);
   }

@@ -98,24 +98,84 @@ class counter_registry {
   std::vector<device_counts*> idle_;
 };
 
-/** @brief The calling thread's counters for `device`, or nullptr when it is out of range. */
-inline device_counts* local_counts(counter_registry& registry, int device)
-{
-  struct holder {
-    counter_registry* registry{};
-    device_counts* block{};
-    ~holder()
-    {
-      if (block != nullptr) { registry->release(block); }
-    }
-  };
-  thread_local holder h;
-  if (device < 0 || static_cast<std::size_t>(device) >= registry.devices()) { return nullptr; }
-  if (h.block == nullptr) {
-    h.registry = &registry;
-    h.block    = registry.acquire();
+/**
+ * @brief Counters of the calling thread for one device, from `local_counts`: empty when nothing is
+ * counted. Usually the thread's own block; after the thread has handed that block back (it is
+ * exiting, and another thread_local's destructor frees through the plugin), a block lent to it
+ * for this one count and handed back by the destructor.
+ */
+class counts_ref {
+ public:
+  counts_ref() = default;
+  explicit counts_ref(device_counts* counts) noexcept : counts_{counts} {}
+  counts_ref(counter_registry& lender, device_counts* lent, std::size_t device) noexcept
+    : counts_{&lent[device]}, lender_{&lender}, lent_{lent}
+  {
   }
-  return &h.block[device];
+  counts_ref(counts_ref const&)            = delete;
+  counts_ref& operator=(counts_ref const&) = delete;
+  ~counts_ref()
+  {
+    if (lent_ != nullptr) { lender_->release(lent_); }
+  }
+
+  [[nodiscard]] device_counts* get() const noexcept { return counts_; }
+  device_counts* operator->() const noexcept { return counts_; }
+  explicit operator bool() const noexcept { return counts_ != nullptr; }
+
+ private:
+  device_counts* counts_{};
+  counter_registry* lender_{};
+  device_counts* lent_{};  ///< a block to hand back when done, or null
+};
+
+/**
+ * @brief The calling thread's block. Trivially destructible, so it stays readable while the
+ * thread's other thread_locals are destroyed, after `thread_block_return` gave the block back.
+ */
+struct thread_block {
+  counter_registry* registry;
+  device_counts* block;
+  bool returned;  ///< the block went back to the registry: the thread is exiting
+};
+inline thread_local thread_block this_thread_block{nullptr, nullptr, false};
+
+/** @brief Gives the calling thread's block back when the thread exits. */
+struct thread_block_return {
+  thread_block_return()                                      = default;
+  thread_block_return(thread_block_return const&)            = delete;
+  thread_block_return& operator=(thread_block_return const&) = delete;
+  ~thread_block_return()
+  {
+    thread_block& t = this_thread_block;
+    if (t.block != nullptr) { t.registry->release(t.block); }
+    t.block    = nullptr;  // no later count writes a block that another thread may now hold
+    t.returned = true;
+  }
+};
+
+/**
+ * @brief The calling thread's counters for `device`; empty when `device` is out of range, or when
+ * an exiting thread, whose own block went back, cannot borrow one.
+ * @throws std::bad_alloc if the thread's first block cannot be made.
+ */
+inline counts_ref local_counts(counter_registry& registry, int device)
+{
+  if (device < 0 || static_cast<std::size_t>(device) >= registry.devices()) { return {}; }
+  thread_block& t = this_thread_block;
+  if (t.block == nullptr) {
+    if (t.returned) {  // a count from a thread_local destructor that ran after the return
+      try {
+        return counts_ref{registry, registry.acquire(), static_cast<std::size_t>(device)};
+      } catch (...) {  // std::bad_alloc: not counted
+        return {};
+      }
+    }
+    thread_local thread_block_return const returns_at_exit;
+    t.registry = &registry;
+    t.block    = registry.acquire();
+  }
+  return counts_ref{&t.block[device]};
 }
 
 /** @brief Adds `n` to a counter that only the calling thread writes. */

@@ -6,7 +6,8 @@
 // The fake CUDA runtime of fake_cuda_runtime.hpp: definitions of the runtime functions the async
 // resources call, which take the place of libcudart's in the program that links this file, the
 // driver entry points they look up (contexts stand for devices), and an operator new that can be
-// told to fail once, right after a pool was created.
+// told to fail once, right after a pool was created. As the real driver does, the fake refuses
+// every call in a child forked from the process (cudaErrorInitializationError).
 
 #include "fake_cuda_runtime.hpp"
 #include "entry_points.hpp"
@@ -14,16 +15,24 @@
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <new>
 #include <tuple>
+#include <utility>
 
 namespace rmm_next::test::fake_cuda {
 namespace {
 
 bool fail_next_new = false;
+
+/** @brief Set in a forked child: its CUDA state is inherited and unusable. */
+bool forked_child = false;
+[[maybe_unused]] int const fork_watch =
+  pthread_atfork(nullptr, nullptr, [] { forked_child = true; });
 
 std::map<std::tuple<int, int, int>, cudaMemPool_t>& driver_pools()
 {
@@ -77,12 +86,14 @@ cudaMemPool_t driver_pool(cudaMemLocation const* location, cudaMemAllocationType
 
 CUresult ctx_get_current(CUcontext* context)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(fake().current_device + 1));
   return CUDA_SUCCESS;
 }
 
 CUresult ctx_set_current(CUcontext context)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   if (context != nullptr) {
     fake().current_device = static_cast<int>(reinterpret_cast<std::uintptr_t>(context)) - 1;
   }
@@ -91,12 +102,14 @@ CUresult ctx_set_current(CUcontext context)
 
 CUresult ctx_get_device(CUdevice* device)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   *device = fake().current_device;
   return CUDA_SUCCESS;
 }
 
 CUresult stream_get_device(CUstream stream, CUdevice* device)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
   *device                = s != nullptr ? s->device : fake().current_device;
   return CUDA_SUCCESS;
@@ -104,6 +117,7 @@ CUresult stream_get_device(CUstream stream, CUdevice* device)
 
 CUresult stream_get_ctx(CUstream stream, CUcontext* context)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
   int const device       = s != nullptr ? s->device : fake().current_device;
   *context               = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
@@ -112,6 +126,7 @@ CUresult stream_get_ctx(CUstream stream, CUcontext* context)
 
 CUresult primary_ctx_get_state(CUdevice device, unsigned int* flags, int* active)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   *flags  = 0;
   *active = valid_device(device) ? 1 : 0;
   return CUDA_SUCCESS;
@@ -119,6 +134,7 @@ CUresult primary_ctx_get_state(CUdevice device, unsigned int* flags, int* active
 
 CUresult primary_ctx_retain(CUcontext* context, CUdevice device)
 {
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
   return CUDA_SUCCESS;
 }
@@ -191,18 +207,21 @@ cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 
 cudaError_t cudaGetDeviceCount(int* count)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *count = fc::fake().device_count;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int* device)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *device = fc::fake().current_device;
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
   fc::fake().current_device = device;
   return cudaSuccess;
@@ -210,6 +229,7 @@ cudaError_t cudaSetDevice(int device)
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
   *value = attr == cudaDevAttrHostNumaId ? 0 : 1;
   return cudaSuccess;
@@ -217,6 +237,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device)
 
 cudaError_t cudaDriverGetVersion(int* version)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *version = 13000;
   return cudaSuccess;
 }
@@ -227,6 +248,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
                                              unsigned long long /*flags*/,
                                              cudaDriverEntryPointQueryResult* status)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   static rmm_next::test::entry_point_table const entries{
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&fc::ctx_get_current)},
     {"cuCtxSetCurrent", reinterpret_cast<void*>(&fc::ctx_set_current)},
@@ -244,6 +266,7 @@ cudaError_t cudaMemGetMemPool(cudaMemPool_t* pool,
                               cudaMemLocation* location,
                               cudaMemAllocationType type)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *pool = fc::driver_pool(location, type, 0);
   return cudaSuccess;
 }
@@ -252,6 +275,7 @@ cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* pool,
                                      cudaMemLocation* location,
                                      cudaMemAllocationType type)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *pool = fc::driver_pool(location, type, 1);
   return cudaSuccess;
 }
@@ -259,18 +283,21 @@ cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t* pool,
 // The device's pools as CUDA 12 programs ask for them: the pools of its Device location.
 cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   cudaMemLocation location{cudaMemLocationTypeDevice, device};
   return cudaMemGetMemPool(pool, &location, cudaMemAllocationTypePinned);
 }
 
 cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   cudaMemLocation location{cudaMemLocationTypeDevice, device};
   return cudaMemGetDefaultMemPool(pool, &location, cudaMemAllocationTypePinned);
 }
 
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (cudaError_t const s = fc::injected("cudaMemPoolCreate"); s != cudaSuccess) { return s; }
   *pool = fc::add_pool(props->location, props->allocType, true);
   if (fc::fake().fail_new_after_pool_create) {
@@ -282,12 +309,14 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props
 
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   fc::record(pool).destroyed = true;
   return cudaSuccess;
 }
 
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   fc::pool_record const& r = fc::record(pool);
   std::uint64_t v{};
   switch (attr) {
@@ -302,6 +331,7 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) { return s; }
   if (attr == cudaMemPoolAttrReleaseThreshold) {
     std::uint64_t v{};
@@ -314,6 +344,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, cudaMemAccessDesc const* descs, size_t count)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   for (size_t i = 0; i < count; ++i) {
     if (!fc::valid_device(descs[i].location.id)) { return cudaErrorInvalidDevice; }
     fc::record(pool).access[descs[i].location.id] = descs[i].flags;
@@ -325,6 +356,7 @@ cudaError_t cudaMemPoolGetAccess(cudaMemAccessFlags* flags,
                                  cudaMemPool_t pool,
                                  cudaMemLocation* location)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (!fc::valid_device(location->id)) { return cudaErrorInvalidDevice; }
   fc::pool_record const& r = fc::record(pool);
   if (r.location.type == cudaMemLocationTypeDevice && r.location.id == location->id) {
@@ -338,6 +370,7 @@ cudaError_t cudaMemPoolGetAccess(cudaMemAccessFlags* flags,
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int /*flags*/)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (cudaError_t const s = fc::injected("cudaStreamCreateWithFlags"); s != cudaSuccess) {
     return s;
   }
@@ -347,20 +380,41 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int /*flags
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   reinterpret_cast<fc::stream_record*>(stream)->destroyed = true;
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return fc::injected("cudaStreamSynchronize"); }
+cudaError_t cudaStreamSynchronize(cudaStream_t)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return fc::injected("cudaStreamSynchronize");
+}
+
+cudaError_t cudaDeviceSynchronize()
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
+  std::swap(*mode, current);
+  return cudaSuccess;
+}
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   *status = cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t)
 {
+  if (fc::forked_child) { return cudaErrorInitializationError; }
   if (cudaError_t const s = fc::injected("cudaMallocFromPoolAsync"); s != cudaSuccess) { return s; }
   *ptr = reinterpret_cast<void*>(fc::fake().next_address);
   fc::fake().next_address += (size + 255) / 256 * 256 + 256;
@@ -368,7 +422,11 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
   return cudaSuccess;
 }
 
-cudaError_t cudaFreeAsync(void*, cudaStream_t) { return fc::injected("cudaFreeAsync"); }
+cudaError_t cudaFreeAsync(void*, cudaStream_t)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return fc::injected("cudaFreeAsync");
+}
 
 // ---- operator new, failing once when told to ------------------------------------------------
 // The replacements pair malloc with free, as the library's own do; GCC cannot tell once inlined.

@@ -8,7 +8,9 @@
 // would otherwise show: which pools are created and destroyed, which attributes are set, what
 // happens when a step of construction fails. fake_cuda_runtime.cpp defines the runtime functions
 // themselves (extern "C", so the program's own definitions take the place of libcudart's) and
-// the driver entry points the library looks up; link it into a test program of its own.
+// the driver entry points the library looks up; link it into a test program of its own. In a
+// child forked from the program every call fails, with cudaErrorInitializationError
+// (CUDA_ERROR_NOT_INITIALIZED from the driver entry points), as the real driver's do.
 //
 // Handles are addresses of records kept here: a pool is its pool_record, a stream its
 // stream_record. Allocations are unique addresses never to be dereferenced.

@@ -77,7 +77,8 @@ class pool_state {
   ~pool_state()
   {
     if (runtime_unloading().load(std::memory_order_relaxed)) {
-      (void)owner_.release();  // the runtime is going: no CUDA call any more
+      // The runtime is going, or this is a forked child that cannot use it: no CUDA call.
+      (void)owner_.release();
       return;
     }
     // On the pool's device: on a thread without a current context, the runtime would otherwise

@@ -13,39 +13,62 @@
 #include <cstdio>
 #include <cstdlib>
 
+#if defined(__unix__)
+#include <pthread.h>
+#endif
+
 /**
  * @file
- * @brief Exit-time tracking: whether the CUDA runtime is unloading, and how `noexcept` release
- * paths report failures (silently while it unloads).
+ * @brief Exit-time tracking: whether the CUDA runtime is unloading (or, in a forked child,
+ * unusable), and how `noexcept` release paths report failures (silently in both cases).
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
-/** @brief Set once the process has begun exiting after the CUDA runtime was initialized. */
+/**
+ * @brief Set once CUDA calls must stop: when the process has begun exiting after the CUDA runtime
+ * was initialized, and in a child forked after that, whose inherited CUDA state is unusable (the
+ * driver answers `cudaErrorInitializationError`). Releases are then skipped, or their failures
+ * ignored.
+ */
 inline std::atomic<bool>& runtime_unloading() noexcept
 {
   static std::atomic<bool> flag{false};
   return flag;
 }
 
+/** @brief Marks the runtime as unloading or unusable (`runtime_unloading`). */
+inline void stop_cuda_calls() noexcept
+{
+  runtime_unloading().store(true, std::memory_order_relaxed);
+}
+
 /**
- * @brief Registers, once, an exit handler that marks the runtime as unloading.
+ * @brief Registers, once, an exit handler that marks the runtime as unloading, and a fork handler
+ * that marks it unusable in the child.
  *
- * Called after the first successful CUDA call of a resource, so that the handler runs before the
- * runtime's own teardown (exit handlers run in reverse order of registration). Objects destroyed
- * after it (statics created before the runtime) then skip their CUDA calls.
+ * Called after the first successful CUDA call of a resource, so that the exit handler runs before
+ * the runtime's own teardown (exit handlers run in reverse order of registration). Objects
+ * destroyed after it (statics created before the runtime) then skip their CUDA calls. A child
+ * forked from then on holds the parent's resources but cannot use CUDA at all: everything it
+ * destroys, statics at its exit included, skips its CUDA calls from the start.
  */
 inline void watch_runtime_teardown() noexcept
 {
   static bool const registered = [] {
-    return std::atexit([] { runtime_unloading().store(true, std::memory_order_relaxed); }) == 0;
+    bool ok = std::atexit([] { stop_cuda_calls(); }) == 0;
+#if defined(__unix__)
+    ok = pthread_atfork(nullptr, nullptr, [] { stop_cuda_calls(); }) == 0 && ok;
+#endif
+    return ok;
   }();
   (void)registered;
 }
 
 /**
- * @brief Reports a failure in a `noexcept` release path: silent while the runtime unloads,
- * otherwise a message and a debug assertion. Clears the sticky error.
+ * @brief Reports a failure in a `noexcept` release path: silent while the runtime unloads and in a
+ * forked child (`runtime_unloading`), otherwise a message and a debug assertion. Clears the sticky
+ * error.
  */
 inline void report_release_failure(cudaError_t status, [[maybe_unused]] char const* what) noexcept
 {
