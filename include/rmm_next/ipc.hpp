@@ -534,24 +534,41 @@ inline void send_pool_handle(int socket, shareable_pool_handle const& handle)
 /**
  * @brief Receives a handle sent with `send_pool_handle`; the descriptor it carries is this
  * process's own (close-on-exec), owned by the result.
+ *
+ * Every other descriptor the peer sends with the message is closed, whatever happens: a message
+ * with several descriptors, or with one where none belongs, is refused.
  * @throws std::system_error when the socket fails or the peer closes it first.
- * @throws logic_error if what arrived is not a pool handle.
+ * @throws logic_error if what arrived is not a pool handle: other bytes, a record of another size,
+ * or another number of descriptors than the handle type carries.
  */
 [[nodiscard]] inline shareable_pool_handle receive_pool_handle(int socket)
 {
+  char const* const who = "receive_pool_handle";
   detail::pool_handle_message message{};
-  shareable_pool_handle fd{
-    detail::receive_with_fd(socket, &message, sizeof(message), "receive_pool_handle")};
-  auto const type = static_cast<allocation_handle_type>(message.type);
+  detail::received_fds fds = detail::receive_with_fds(socket, &message, sizeof(message), who);
+  auto const type          = static_cast<allocation_handle_type>(message.type);
   bool const tagged =
     std::memcmp(message.tag, detail::pool_handle_message::expected_tag, sizeof(message.tag)) == 0;
-  if (tagged && type == allocation_handle_type::posix_file_descriptor && fd) { return fd; }
-  if (tagged && type == allocation_handle_type::fabric && !fd) {
+  bool const known =
+    type == allocation_handle_type::posix_file_descriptor || type == allocation_handle_type::fabric;
+  std::size_t const carried = type == allocation_handle_type::posix_file_descriptor ? 1 : 0;
+  if (tagged && known && fds.count() == carried) {
+    if (carried == 1) { return shareable_pool_handle{fds.release()}; }
     return shareable_pool_handle{message.fabric};
   }
-  detail::throw_error<logic_error>("receive_pool_handle",
+  std::string why = "its bytes are not a pool handle's";
+  if (tagged && !known) { why = "it names the handle type " + detail::handle_type_label(type); }
+  if (tagged && known) {
+    why = std::string{"a "} + detail::handle_type_name(type) + " handle comes with " +
+          std::to_string(carried) + " file descriptor" + (carried == 1 ? "" : "s") +
+          ", this one came with " + std::to_string(fds.count());
+  }
+  detail::throw_error<logic_error>(who,
                                    "the message received is not a pool handle sent with "
-                                   "send_pool_handle");
+                                   "send_pool_handle: " +
+                                     why +
+                                     "; every descriptor that came with it was closed; "
+                                     "send pool handles with send_pool_handle");
 }
 
 #endif  // !defined(_WIN32)
