@@ -23,7 +23,9 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -184,11 +186,14 @@ void send_handle_in_two_pieces(int socket, std::size_t first, std::size_t second
  * and to leave as many descriptors open as before.
  */
 template <class Exception>
-void expect_refused_and_closed(int socket, std::string const& says)
+void expect_refused_and_closed(int socket,
+                               std::string const& says,
+                               std::function<bool(rmm_next::peer_credentials const&)> const&
+                                 accept_peer = rmm_next::is_same_user)
 {
   std::size_t const before = open_fd_count();
   try {
-    (void)rmm_next::receive_pool_handle(socket);
+    (void)rmm_next::receive_pool_handle(socket, accept_peer);
     ADD_FAILURE() << "received a handle from a message that is not one";
   } catch (Exception const& e) {
     std::string const what = e.what();
@@ -415,6 +420,78 @@ TEST(PoolHandleDescriptors, OtherControlMessagesAreIgnored)
   }
   send_handle_with_devnull(s.fd[0], allocation_handle_type::posix_file_descriptor, 2, true);
   expect_refused_and_closed<rmm_next::logic_error>(s.fd[1], "this one came with 2");
+}
+
+TEST(PeerCredentials, AreThoseOfTheProcessAtTheOtherEnd)
+{
+  socket_pair s;
+  rmm_next::peer_credentials const peer = rmm_next::get_peer_credentials(s.fd[1]);
+  EXPECT_EQ(peer.pid, ::getpid());
+  EXPECT_EQ(peer.uid, ::geteuid());
+  EXPECT_EQ(peer.gid, ::getegid());
+  EXPECT_TRUE(rmm_next::is_same_user(peer));
+  EXPECT_FALSE(rmm_next::is_same_user({peer.pid, peer.uid + 1, peer.gid}));
+}
+
+TEST(PeerCredentials, ASocketOfAnotherDomainHasNone)
+{
+  int const inet = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(inet, 0);
+  for (auto const& call :
+       {std::function<void()>{[&] { (void)rmm_next::get_peer_credentials(inet); }},
+        std::function<void()>{[&] { (void)rmm_next::receive_pool_handle(inet); }}}) {
+    try {
+      call();
+      ADD_FAILURE() << "found peer credentials on an AF_INET socket";
+    } catch (std::system_error const& e) {
+      EXPECT_NE(std::string{e.what()}.find("not a Unix-domain socket"), std::string::npos)
+        << e.what();
+    }
+  }
+  ::close(inet);
+}
+
+TEST(PeerCredentials, TheCheckSeesThePeerAndMayAcceptIt)
+{
+  socket_pair s;
+  pipe_fds p;
+  rmm_next::send_pool_handle(s.fd[0], shareable_pool_handle{p.take_read_end()});
+  std::optional<rmm_next::peer_credentials> seen;
+  shareable_pool_handle const received =
+    rmm_next::receive_pool_handle(s.fd[1], [&](rmm_next::peer_credentials const& peer) {
+      seen = peer;
+      return true;
+    });
+  EXPECT_TRUE(is_open(received.fd()));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_EQ(seen->pid, ::getpid());
+  EXPECT_EQ(seen->uid, ::geteuid());
+}
+
+TEST(PeerCredentials, ARefusedPeerIsNamedAndItsDescriptorClosed)
+{
+  socket_pair s;
+  send_handle_with_devnull(s.fd[0], allocation_handle_type::posix_file_descriptor, 1);
+  auto const refuse = [](rmm_next::peer_credentials const&) { return false; };
+  expect_refused_and_closed<rmm_next::peer_refused>(
+    s.fd[1], "(pid " + std::to_string(::getpid()) + ", uid " + std::to_string(::geteuid()), refuse);
+
+  send_handle_with_devnull(s.fd[0], allocation_handle_type::posix_file_descriptor, 3);
+  try {
+    (void)rmm_next::receive_pool_handle(s.fd[1], refuse);
+    FAIL() << "accepted a refused peer";
+  } catch (rmm_next::peer_refused const& e) {
+    EXPECT_EQ(e.code(), std::errc::permission_denied);
+    EXPECT_EQ(e.peer().pid, ::getpid());
+    EXPECT_EQ(e.peer().uid, ::geteuid());
+    EXPECT_EQ(e.peer().gid, ::getegid());
+  }
+}
+
+TEST(PeerCredentials, AnEmptyCheckIsRefusedBeforeReceiving)
+{
+  socket_pair s;
+  EXPECT_THROW((void)rmm_next::receive_pool_handle(s.fd[1], {}), rmm_next::logic_error);
 }
 
 TEST(IpcMisuse, ExportingAsNoneOrANullPoolThrowsBeforeAnyCudaCall)

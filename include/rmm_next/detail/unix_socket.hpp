@@ -91,6 +91,34 @@ inline void send_with_fd(int socket, void const* bytes, std::size_t size, int fd
   send_rest(socket, static_cast<char const*>(bytes) + n, size - static_cast<std::size_t>(n), who);
 }
 
+/**
+ * @brief The credentials of the peer of `socket`, as the kernel recorded them when it was
+ * connected (`SO_PEERCRED`).
+ * @throws std::system_error when `socket` is not a Unix-domain socket (no peer is known) or the
+ * query fails.
+ */
+inline ucred socket_peer_credentials(int socket, char const* who)
+{
+  int domain{};
+  socklen_t length = sizeof(domain);
+  if (::getsockopt(socket, SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0) {
+    throw_socket_error(errno, who, "getsockopt(SO_DOMAIN) failed");
+  }
+  if (domain != AF_UNIX) {
+    throw_socket_error(EAFNOSUPPORT,
+                       who,
+                       "the socket is not a Unix-domain socket, so the kernel knows no peer "
+                       "credentials; use a connected Unix-domain socket (a fabric handle may "
+                       "travel by other means as its bytes, fabric_handle())");
+  }
+  ucred credentials{};
+  length = sizeof(credentials);
+  if (::getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) {
+    throw_socket_error(errno, who, "getsockopt(SO_PEERCRED) failed");
+  }
+  return credentials;
+}
+
 /** @brief How many descriptors one `recvmsg` takes at least; many more arrive truncated
  * (`MSG_CTRUNC`). */
 inline constexpr std::size_t max_received_fds = 16;
