@@ -37,6 +37,35 @@ TEST(CudaTry, ThrowsCudaErrorWithCallAndCodeAndClearsIt)
   if (cudaGetDeviceCount(&count) == cudaSuccess) { EXPECT_EQ(cudaGetLastError(), cudaSuccess); }
 }
 
+// The message names the CUDA function and the user's call, never rmm-next's source text.
+TEST(CudaTry, NamesTheFunctionAndTheCallerNotTheSourceText)
+{
+  auto const message = [](auto&& throwing) {
+    try {
+      throwing();
+    } catch (rmm_next::cuda_error const& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no exception"};
+  };
+  auto const fails = [](int* out) {
+    (void)out;
+    return cudaErrorInvalidValue;
+  };
+  int value{};
+  std::string const named =
+    message([&] { RMM_NEXT_CUDA_TRY(fails(&value), "async_device_resource"); });
+  EXPECT_EQ(named.rfind("rmm_next::async_device_resource: fails returned cudaErrorInvalidValue", 0),
+            0u)
+    << named;
+  EXPECT_EQ(named.find("&value"), std::string::npos) << named;
+  std::string const unnamed = message([&] { RMM_NEXT_CUDA_TRY(fails(&value)); });
+  EXPECT_EQ(unnamed.rfind("rmm_next::cuda_error: fails returned", 0), 0u) << unnamed;
+  EXPECT_EQ(unnamed.find("&value"), std::string::npos) << unnamed;
+  static_assert(rmm_next::detail::function_name("cudaGetDevice(&device)") == "cudaGetDevice");
+  static_assert(rmm_next::detail::function_name("cudaSuccess") == "cudaSuccess");
+}
+
 TEST(CudaTry, NotSupportedIsTyped)
 {
   EXPECT_THROW(RMM_NEXT_CUDA_TRY(cudaErrorNotSupported), rmm_next::not_supported);
@@ -55,6 +84,7 @@ TEST(CudaTry, MissingDriverSaysSo)
     EXPECT_NE(what.find(rmm_next::detail::no_usable_device_reason(cudaErrorInsufficientDriver)),
               std::string::npos)
       << what;
+    EXPECT_NE(what.find("; install or update the NVIDIA driver"), std::string::npos) << what;
   }
 }
 

@@ -9,6 +9,7 @@
 #include "support/fake_resource.hpp"
 
 #include <rmm_next/error.hpp>
+#include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -248,6 +249,17 @@ TEST(PerDeviceResourceMap, CurrentDeviceMembersMatchExplicitOnes)
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
     EXPECT_THROW((void)map.get_current(), rmm_next::cuda_error);
+    try {
+      (void)map.get_current();
+    } catch (rmm_next::cuda_error const& e) {
+      // The member the user called and the CUDA function, not the source text of the call.
+      std::string const what = e.what();
+      EXPECT_EQ(
+        what.rfind("rmm_next::per_device_resource_map::get_current: cudaGetDevice returned ", 0),
+        0u)
+        << what;
+      EXPECT_EQ(what.find("&device"), std::string::npos) << what;
+    }
     fake_resource a{1};
     EXPECT_THROW(map.set_current(device_async_resource_ref{a}), rmm_next::cuda_error);
     EXPECT_EQ(res.factory_calls.load(), 0);
@@ -371,6 +383,10 @@ TEST(PerDeviceResourceMap, DeviceCountFromCudaWhenNotGiven)
       ADD_FAILURE() << "expected cuda_error without a CUDA driver";
     } catch (rmm_next::cuda_error const& e) {
       EXPECT_NE(std::string{e.what()}.find("no usable CUDA driver or device"), std::string::npos)
+        << e.what();
+      EXPECT_EQ(std::string{e.what()}.rfind(
+                  "rmm_next::per_device_resource_map::get: cudaGetDeviceCount returned ", 0),
+                0u)
         << e.what();
     }
     EXPECT_THROW((void)map.device_count(), rmm_next::cuda_error);
@@ -585,3 +601,27 @@ TEST(PerDeviceResourceMap, SetAndResetKeepMemoryConstant)
 }
 
 }  // namespace
+
+// The free functions over the process-wide map name themselves in their errors.
+TEST(PerDeviceResourceMap, FreeFunctionsNameThemselvesWithoutADriver)
+{
+  int count{};
+  if (cudaGetDeviceCount(&count) == cudaSuccess) { GTEST_SKIP() << "a CUDA driver is present"; }
+  (void)cudaGetLastError();
+  auto const message = [](auto&& call) {
+    try {
+      (void)call();
+    } catch (rmm_next::cuda_error const& e) {
+      return std::string{e.what()};
+    }
+    return std::string{"no exception"};
+  };
+  std::string const current = message([] { return rmm_next::get_current_device_resource_ref(); });
+  EXPECT_EQ(current.rfind("rmm_next::get_current_device_resource_ref: cudaGetDevice", 0), 0u)
+    << current;
+  std::string const explicit_device =
+    message([] { return rmm_next::get_per_device_resource_ref(0); });
+  EXPECT_EQ(explicit_device.rfind("rmm_next::get_per_device_resource_ref: cudaGetDeviceCount", 0),
+            0u)
+    << explicit_device;
+}

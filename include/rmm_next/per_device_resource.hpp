@@ -55,7 +55,8 @@ get_per_device_resource_map()
  */
 inline device_async_resource_ref get_current_device_resource_ref()
 {
-  return get_per_device_resource_map().get_current();
+  return detail::per_device_resource_map_access::get_current(get_per_device_resource_map(),
+                                                             "get_current_device_resource_ref");
 }
 
 /**
@@ -64,7 +65,8 @@ inline device_async_resource_ref get_current_device_resource_ref()
  */
 inline device_async_resource_ref get_per_device_resource_ref(int device)
 {
-  return get_per_device_resource_map().get(device);
+  return detail::per_device_resource_map_access::get(
+    get_per_device_resource_map(), device, "get_per_device_resource_ref");
 }
 
 /**
@@ -75,7 +77,8 @@ inline device_async_resource_ref get_per_device_resource_ref(int device)
  */
 inline device_async_resource_ref set_current_device_resource_ref(device_async_resource_ref ref)
 {
-  return get_per_device_resource_map().set_current(ref);
+  return detail::per_device_resource_map_access::set_current(
+    get_per_device_resource_map(), ref, "set_current_device_resource_ref");
 }
 
 /**
@@ -86,7 +89,8 @@ inline device_async_resource_ref set_current_device_resource_ref(device_async_re
 inline device_async_resource_ref set_per_device_resource_ref(int device,
                                                              device_async_resource_ref ref)
 {
-  return get_per_device_resource_map().set(device, ref);
+  return detail::per_device_resource_map_access::set(
+    get_per_device_resource_map(), device, ref, "set_per_device_resource_ref");
 }
 
 /**
@@ -95,7 +99,8 @@ inline device_async_resource_ref set_per_device_resource_ref(int device,
  */
 inline device_async_resource_ref reset_current_device_resource_ref()
 {
-  return get_per_device_resource_map().reset_current();
+  return detail::per_device_resource_map_access::reset_current(get_per_device_resource_map(),
+                                                               "reset_current_device_resource_ref");
 }
 
 /**
@@ -105,7 +110,8 @@ inline device_async_resource_ref reset_current_device_resource_ref()
  */
 inline device_async_resource_ref reset_per_device_resource_ref(int device)
 {
-  return get_per_device_resource_map().reset(device);
+  return detail::per_device_resource_map_access::reset(
+    get_per_device_resource_map(), device, "reset_per_device_resource_ref");
 }
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

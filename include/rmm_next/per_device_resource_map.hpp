@@ -26,6 +26,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -107,6 +108,10 @@ inline std::uint64_t next_map_id() noexcept
  * @tparam Ref A resource-ref type: `device_async_resource_ref`, `device_resource_ref`,
  * `host_device_async_resource_ref`, ...
  */
+namespace detail {
+struct per_device_resource_map_access;
+}  // namespace detail
+
 template <class Ref>
 class per_device_resource_map {
  public:
@@ -154,42 +159,17 @@ class per_device_resource_map {
    * @throws std::out_of_range if `device` is not in [0, device_count()).
    * @throws whatever the factory throws, on the device's first use.
    */
-  [[nodiscard]] Ref get(int device) const
-  {
-    // The path of a thread that read this device before and saw no write since: two loads, two
-    // comparisons and a copy, no read-modify-write. Only valid devices are ever cached, so a hit
-    // also proves `device` in range.
-    std::uint64_t const version = version_.load(std::memory_order_acquire);
-    cached_ref const& cached    = cache_entry(device);
-    if (cached.holds(id_, device, version)) { return cached.ref(); }
-    return read(device);
-  }
+  [[nodiscard]] Ref get(int device) const { return get(device, "per_device_resource_map::get"); }
 
   /**
    * @brief The ref of the current CUDA device. The device is read from the thread's current
    * context (`cuCtxGetCurrent`, cached per thread), the only driver call once the device's ref
-   * exists: about 10 ns, where `cudaGetDevice` costs 30 to 40 ns.
+   * exists: about a fifth of a `cudaGetDevice`, or less.
    * @throws cuda_error if no usable driver or device exists.
    */
   [[nodiscard]] Ref get_current() const
   {
-    // A thread keeps the ref it read last for its current context: while the context and the
-    // map's version stay the same, the read is one driver call, an atomic load and a copy.
-    CUcontext const context     = detail::current_context_or_null();
-    std::uint64_t const version = version_.load(std::memory_order_acquire);
-    current_ref& cached         = current_entry();
-    if (context != nullptr && cached.context == context &&
-        cached.entry.holds(id_, cached.entry.device, version)) {
-      return cached.entry.ref();
-    }
-    int const known  = detail::device_of_current_context(context);
-    int const device = known >= 0 ? known : detail::current_device_fast();
-    Ref ref          = get(device);  // reads the version again: at least as new as `version`
-    if (known >= 0) {
-      cached.entry.store(id_, device, version, ref);
-      cached.context = context;
-    }
-    return ref;
+    return get_current("per_device_resource_map::get_current");
   }
 
   /**
@@ -208,7 +188,75 @@ class per_device_resource_map {
    */
   Ref set(int device, Ref ref)
   {
-    check_device(device);
+    return set(device, std::move(ref), "per_device_resource_map::set");
+  }
+
+  /** @brief `set(current device, ref)`. */
+  Ref set_current(Ref ref)
+  {
+    return set_current(std::move(ref), "per_device_resource_map::set_current");
+  }
+
+  /**
+   * @brief Makes the factory's resource the ref of `device` again. Never runs the factory: a
+   * device whose resource was not made yet gets it on its next use.
+   * @return The previous ref (see `set`).
+   * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
+   */
+  Ref reset(int device) { return reset(device, "per_device_resource_map::reset"); }
+
+  /** @brief `reset(current device)`. */
+  Ref reset_current() { return reset_current("per_device_resource_map::reset_current"); }
+
+  /**
+   * @brief The number of devices the map serves.
+   * @throws cuda_error if it was not given and no usable driver or device exists.
+   */
+  [[nodiscard]] int device_count() const
+  {
+    return device_count("per_device_resource_map::device_count");
+  }
+
+ private:
+  // The members above, with `what`: the user's call that errors name (the free functions of
+  // per_device_resource.hpp name themselves through detail::per_device_resource_map_access).
+  friend struct detail::per_device_resource_map_access;
+
+  [[nodiscard]] Ref get(int device, std::string_view what) const
+  {
+    // The path of a thread that read this device before and saw no write since: two loads, two
+    // comparisons and a copy, no read-modify-write. Only valid devices are ever cached, so a hit
+    // also proves `device` in range.
+    std::uint64_t const version = version_.load(std::memory_order_acquire);
+    cached_ref const& cached    = cache_entry(device);
+    if (cached.holds(id_, device, version)) { return cached.ref(); }
+    return read(device, what);
+  }
+
+  [[nodiscard]] Ref get_current(std::string_view what) const
+  {
+    // A thread keeps the ref it read last for its current context: while the context and the
+    // map's version stay the same, the read is one driver call, an atomic load and a copy.
+    CUcontext const context     = detail::current_context_or_null();
+    std::uint64_t const version = version_.load(std::memory_order_acquire);
+    current_ref& cached         = current_entry();
+    if (context != nullptr && cached.context == context &&
+        cached.entry.holds(id_, cached.entry.device, version)) {
+      return cached.entry.ref();
+    }
+    int const known  = detail::device_of_current_context(context);
+    int const device = known >= 0 ? known : detail::current_device_fast(what);
+    Ref ref          = get(device, what);  // reads the version again: at least as new as `version`
+    if (known >= 0) {
+      cached.entry.store(id_, device, version, ref);
+      cached.context = context;
+    }
+    return ref;
+  }
+
+  Ref set(int device, Ref ref, std::string_view what)
+  {
+    check_device(device, what);
     std::lock_guard lock{write_mutex_};
     Ref previous = previous_locked(device);
     if (is_stand_in(device, ref)) {
@@ -219,38 +267,31 @@ class per_device_resource_map {
     return previous;
   }
 
-  /** @brief `set(current device, ref)`. */
-  Ref set_current(Ref ref) { return set(detail::current_device_fast(), std::move(ref)); }
-
-  /**
-   * @brief Makes the factory's resource the ref of `device` again. Never runs the factory: a
-   * device whose resource was not made yet gets it on its next use.
-   * @return The previous ref (see `set`).
-   * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
-   */
-  Ref reset(int device)
+  Ref set_current(Ref ref, std::string_view what)
   {
-    check_device(device);
+    return set(detail::current_device_fast(what), std::move(ref), what);
+  }
+
+  Ref reset(int device, std::string_view what)
+  {
+    check_device(device, what);
     std::lock_guard lock{write_mutex_};
     Ref previous = previous_locked(device);
     restore_initial_locked(device);
     return previous;
   }
 
-  /** @brief `reset(current device)`. */
-  Ref reset_current() { return reset(detail::current_device_fast()); }
-
-  /**
-   * @brief The number of devices the map serves.
-   * @throws cuda_error if it was not given and no usable driver or device exists.
-   */
-  [[nodiscard]] int device_count() const
+  Ref reset_current(std::string_view what)
   {
-    int const count = count_.load(std::memory_order_acquire);
-    return count >= 0 ? count : discover_device_count();
+    return reset(detail::current_device_fast(what), what);
   }
 
- private:
+  [[nodiscard]] int device_count(std::string_view what) const
+  {
+    int const count = count_.load(std::memory_order_acquire);
+    return count >= 0 ? count : discover_device_count(what);
+  }
+
   /** @brief A ref and, when the map owns it, the resource it is bound to. */
   struct node {
     Ref ref;
@@ -385,9 +426,9 @@ class per_device_resource_map {
    * @brief The read behind a cache miss: the current copy, under a reader announcement; the
    * factory's resource, made under the write lock, on the device's first use.
    */
-  [[gnu::noinline]] Ref read(int device) const
+  [[gnu::noinline]] Ref read(int device, std::string_view what) const
   {
-    check_device(device);
+    check_device(device, what);
     device_state const& state = devices_[device];
     std::uint64_t version     = version_.load(std::memory_order_acquire);
     std::optional<Ref> ref;
@@ -457,22 +498,21 @@ class per_device_resource_map {
     count_.store(count, std::memory_order_release);
   }
 
-  int discover_device_count() const
+  int discover_device_count(std::string_view what) const
   {
     std::lock_guard lock{write_mutex_};
     if (int const count = count_.load(std::memory_order_relaxed); count >= 0) { return count; }
-    int const count = detail::device_count();
+    int const count = detail::device_count(what);
     allocate_devices(count);
     return count;
   }
 
-  void check_device(int device) const
+  void check_device(int device, std::string_view what) const
   {
-    if (int const count = device_count(); device < 0 || device >= count) {
-      throw std::out_of_range{"rmm_next::per_device_resource_map: device id " +
-                              std::to_string(device) + " is out of range [0, " +
-                              std::to_string(count) + "): the map serves " + std::to_string(count) +
-                              " device(s)"};
+    if (int const count = device_count(what); device < 0 || device >= count) {
+      throw std::out_of_range{detail::error_message(what, "device id ") + std::to_string(device) +
+                              " is out of range [0, " + std::to_string(count) +
+                              "): the map serves " + std::to_string(count) + " device(s)"};
     }
   }
 
@@ -555,5 +595,46 @@ class per_device_resource_map {
   mutable std::atomic<int> count_{-1};
   mutable std::unique_ptr<device_state[]> devices_;
 };
+
+namespace detail {
+
+/**
+ * @brief The map's members with `what`, the user's call that their errors name: for the free
+ * functions of per_device_resource.hpp, which name themselves.
+ */
+struct per_device_resource_map_access {
+  template <class Map>
+  static auto get(Map const& map, int device, std::string_view what)
+  {
+    return map.get(device, what);
+  }
+  template <class Map>
+  static auto get_current(Map const& map, std::string_view what)
+  {
+    return map.get_current(what);
+  }
+  template <class Map, class Ref>
+  static auto set(Map& map, int device, Ref ref, std::string_view what)
+  {
+    return map.set(device, std::move(ref), what);
+  }
+  template <class Map, class Ref>
+  static auto set_current(Map& map, Ref ref, std::string_view what)
+  {
+    return map.set_current(std::move(ref), what);
+  }
+  template <class Map>
+  static auto reset(Map& map, int device, std::string_view what)
+  {
+    return map.reset(device, what);
+  }
+  template <class Map>
+  static auto reset_current(Map& map, std::string_view what)
+  {
+    return map.reset_current(what);
+  }
+};
+
+}  // namespace detail
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

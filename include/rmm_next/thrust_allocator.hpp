@@ -174,7 +174,7 @@ class thrust_allocator : public detail::allocator_base<T> {
   static int known_device(cuda::stream_ref stream)
   {
     int const device = detail::stream_device(stream.get());
-    return device >= 0 ? device : detail::current_device();
+    return device >= 0 ? device : detail::current_device("thrust_allocator");
   }
 
   /** @brief True when `device_` is known and not current: allocate and free must switch. */

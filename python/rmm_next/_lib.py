@@ -3,8 +3,10 @@
 """Finds and loads librmm_next_allocator.so with ctypes and declares its C functions."""
 
 import ctypes
+import importlib
 import os
 import pathlib
+import sys
 import threading
 
 ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
@@ -15,9 +17,14 @@ ABI_VERSION = 1
 class RmmNextError(RuntimeError):
     """A call into librmm_next_allocator.so failed; the message is the library's."""
 
+    # Public as rmm_next.RmmNextError: tracebacks and pickles name that, not this private module.
+    __module__ = "rmm_next"
+
 
 class OutOfMemoryError(RmmNextError, MemoryError):
     """An allocation failed because the device's memory (or its pool's limit) is exhausted."""
+
+    __module__ = "rmm_next"
 
 
 class PoolOptions(ctypes.Structure):
@@ -99,13 +106,47 @@ _library = None
 _path = None
 
 
+def _package_dirs():
+    """The package's directories: this file's, then every other entry of ``rmm_next.__path__``.
+
+    An editable install (``pip install -e ./python``) imports the sources from python/rmm_next but
+    installs the built library into site-packages/rmm_next, which scikit-build-core's editable
+    finder adds to the package's ``__path__``.
+    """
+    dirs = [pathlib.Path(__file__).resolve().parent]
+    package = sys.modules.get(__package__ or "rmm_next")
+    for entry in getattr(package, "__path__", None) or []:
+        path = pathlib.Path(entry).resolve()
+        if path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+def _build_trees():
+    """Libraries built in this source tree (newest first), when the module runs from one: the
+    CMake builds under build/ (a preset's, or ``cmake -B build/<name>``) and scikit-build-core's
+    under python/build/."""
+    root = pathlib.Path(__file__).resolve().parent.parent.parent
+    if not (root / "include" / "rmm_next").is_dir():
+        return []
+    found = []
+    for pattern in (f"build/*/src/allocator_plugin/{LIBRARY_NAME}",
+                    f"build/src/allocator_plugin/{LIBRARY_NAME}",
+                    f"python/build/*/src/allocator_plugin/{LIBRARY_NAME}"):
+        found.extend(root.glob(pattern))
+    return sorted(found, key=lambda path: path.stat().st_mtime, reverse=True)
+
+
 def candidates():
-    """Where the library is looked for, in order."""
+    """Where the library is looked for, in order: $RMM_NEXT_ALLOCATOR_LIBRARY alone when set;
+    else the package's directories, the build trees of the source tree the module runs from, and
+    the dynamic loader's search path (LD_LIBRARY_PATH, e.g. a CMake install's lib/)."""
     env = os.environ.get(ENV_VAR)
     if env:
         return [env]
-    here = pathlib.Path(__file__).resolve().parent
-    return [str(here / LIBRARY_NAME), LIBRARY_NAME]
+    found = [str(d / LIBRARY_NAME) for d in _package_dirs()]
+    found += [str(path) for path in _build_trees() if str(path) not in found]
+    return found + [LIBRARY_NAME]
 
 
 def library_path():
@@ -149,8 +190,9 @@ def load():
         raise RmmNextError(
             "rmm_next: cannot load librmm_next_allocator.so ("
             + "; ".join(errors)
-            + f"); install the package with 'pip install ./python' or set {ENV_VAR} to the "
-            "library's path"
+            + f"); install the package with 'pip install ./python', build the library "
+            "(cmake --build <build dir> --target rmm_next_allocator_plugin) or set "
+            f"{ENV_VAR} to the library's path"
         )
 
 
@@ -177,9 +219,15 @@ def _loaded_path(lib, candidate):
     return os.path.realpath(candidate) if os.sep in candidate else candidate
 
 
+_PLUGIN_PREFIX = "rmm_next::allocator_plugin: "
+
+
 def last_error(lib):
+    """The library's message for the calling thread's last failure. Python's message names the
+    user's call (``rmm_next.<function>: ...``) instead of the C library's own prefix."""
     message = lib.rmm_next_last_error()
-    return message.decode(errors="replace") if message else "unknown error"
+    text = message.decode(errors="replace") if message else "unknown error"
+    return text[len(_PLUGIN_PREFIX) :] if text.startswith(_PLUGIN_PREFIX) else text
 
 
 def check(lib, status, call):
@@ -200,6 +248,21 @@ def allocation_error(lib, size):
     if "out_of_memory" in message:
         return OutOfMemoryError(message)
     return RmmNextError(f"rmm_next: allocating {size} bytes failed: {message}")
+
+
+def import_framework(module, submodule, framework, install):
+    """Imports `module` for `submodule` (rmm_next.torch, ...); when it is missing, raises an
+    ImportError saying which framework to install and how, instead of a bare ModuleNotFoundError."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module == e.name or module.startswith(e.name + ".")):
+            raise
+        raise ImportError(
+            f"{submodule}: {framework} is not installed (no module named {e.name!r}); install it "
+            f"({install}) to use {submodule}",
+            name=module,
+        ) from e
 
 
 def function_address(name):

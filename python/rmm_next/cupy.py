@@ -15,10 +15,10 @@ NULL a C allocator returns).
 
 import weakref
 
-import cupy as _cupy
-from cupy.cuda.memory import CFunctionAllocator, OutOfMemoryError
-
 from . import _lib, configure
+
+_cupy = _lib.import_framework("cupy", "rmm_next.cupy", "CuPy", "pip install cupy-cuda13x")
+from cupy.cuda.memory import CFunctionAllocator, OutOfMemoryError  # noqa: E402
 
 # CuPy's stream handle -> (weakref to the stream object, its CFunctionAllocator)
 _allocators = {}

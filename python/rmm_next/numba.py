@@ -17,11 +17,12 @@ Numba's. Frees are never deferred, also inside ``defer_cleanup``; IPC handles ar
 import ctypes
 import weakref
 
-from numba import cuda as _cuda
-from numba.cuda import HostOnlyCUDAMemoryManager, MemoryPointer
-from numba.cuda.cudadrv.driver import AutoFreePointer
-
 from . import _lib
+
+_lib.import_framework("numba.cuda", "rmm_next.numba", "Numba's CUDA target", "pip install numba-cuda")
+from numba import cuda as _cuda  # noqa: E402
+from numba.cuda import HostOnlyCUDAMemoryManager, MemoryPointer  # noqa: E402
+from numba.cuda.cudadrv.driver import AutoFreePointer  # noqa: E402
 
 
 def _device_pointer(address):

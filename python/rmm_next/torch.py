@@ -9,10 +9,10 @@ waits for the work queued on the recorded streams (as PyTorch's ``cudaMallocAsyn
 ``torch.cuda.empty_cache()`` returns the thread caches' blocks and trims the pool.
 """
 
-# Imported first so that the process uses PyTorch's CUDA runtime, not one found by rmm-next.
-import torch as _torch  # noqa: F401
-
 from . import _lib, configure
+
+# Imported first so that the process uses PyTorch's CUDA runtime, not one found by rmm-next.
+_torch = _lib.import_framework("torch", "rmm_next.torch", "PyTorch", "pip install torch")
 
 _allocator = None
 

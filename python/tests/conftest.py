@@ -11,12 +11,14 @@ Environment:
   RMM_NEXT_REQUIRE_FRAMEWORKS=1  a missing PyTorch, CuPy or Numba fails instead of skipping
   RMM_NEXT_RESULTS=<file>        also writes the measurements (ratios, timings) there as JSON
   RMM_NEXT_PYTEST_SKIP_CODE=<n>  exit status when every test was skipped (CTest: 77)
+  RMM_NEXT_SKIPPED_LOG=<file>    with that exit status, the reason is appended there (CTest prints it)
 """
 
 import importlib.util
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -40,12 +42,15 @@ def required(name):
 
 
 def gpu_reason():
-    """Why no GPU test can run here, or None."""
+    """Why no GPU test can run here, or None: in the words of the C++ tests' skips
+    (tests/support/gpu_check.hpp), so that the summary after CTest's run counts them together."""
     try:
         count = rmm_next.device_count()
     except rmm_next.RmmNextError as e:
-        return f"no usable CUDA device ({e})"
-    return None if count > 0 else "no CUDA device (0 devices)"
+        # "...; no usable CUDA driver or device: <reason>; <what to do>"
+        match = re.search(r"no usable CUDA driver or device: ([^;]+)", str(e))
+        return f"no usable CUDA device ({match.group(1) if match else e})"
+    return None if count > 0 else "no usable CUDA device (no CUDA device is visible)"
 
 
 @pytest.fixture(scope="session")
@@ -118,3 +123,9 @@ def pytest_sessionfinish(session, exitstatus):
     code = os.environ.get("RMM_NEXT_PYTEST_SKIP_CODE")
     if code and exitstatus == 0 and _outcomes["skipped"] and not _outcomes["passed"]:
         session.exitstatus = int(code)
+        # CTest prints the reasons in RMM_NEXT_SKIPPED_LOG after the tests, one line per reason.
+        log = os.environ.get("RMM_NEXT_SKIPPED_LOG")
+        if log:
+            reason = gpu_reason() or "every selected test skipped itself"
+            with open(log, "a", encoding="utf-8") as file:
+                file.write(reason + "\n")

@@ -5,6 +5,7 @@
 import ctypes
 import importlib.util
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -83,7 +84,49 @@ def test_without_a_device_every_call_fails_cleanly():
     assert "driver" in _lib.last_error(lib)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="PyTorch is installed")
-def test_rmm_next_torch_needs_pytorch():
-    with pytest.raises(ImportError):
-        import rmm_next.torch  # noqa: F401
+def test_errors_are_public_names():
+    assert rmm_next.RmmNextError.__module__ == "rmm_next"
+    assert rmm_next.OutOfMemoryError.__module__ == "rmm_next"
+    assert issubclass(rmm_next.OutOfMemoryError, rmm_next.RmmNextError)
+
+
+def test_the_library_is_found_in_every_package_directory(tmp_path):
+    # An editable install imports python/rmm_next but installs the library into
+    # site-packages/rmm_next, which its import hook adds to rmm_next.__path__.
+    site = tmp_path / "site" / "rmm_next"
+    site.mkdir(parents=True)
+    (site / _lib.LIBRARY_NAME).symlink_to(rmm_next.library_path())
+    sources = tmp_path / "src" / "rmm_next"
+    sources.mkdir(parents=True)
+    for module in (pathlib.Path(rmm_next.__file__).parent).glob("*.py"):
+        (sources / module.name).write_text(module.read_text())
+    code = (
+        "import sys, rmm_next; rmm_next.__path__.append(sys.argv[1]); "
+        "print(rmm_next.library_path())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != _lib.ENV_VAR}
+    env["PYTHONPATH"] = str(tmp_path / "src")
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(site)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == os.path.realpath(rmm_next.library_path())
+
+
+@pytest.mark.parametrize(
+    "submodule, framework, install",
+    [("torch", "torch", "pip install torch"), ("cupy", "cupy", "pip install cupy-cuda13x"),
+     ("numba", "numba", "pip install numba-cuda")],
+)
+def test_a_missing_framework_says_what_to_install(submodule, framework, install):
+    # sys.modules[name] = None makes `import name` fail as if it were not installed.
+    code = (
+        f"import sys; sys.modules[{framework!r}] = None; import rmm_next\n"
+        f"try:\n    rmm_next.{submodule}.use\n"
+        "except ImportError as e:\n    print(type(e).__name__, e)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(PACKAGE_PATHS + sys.path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"ImportError rmm_next.{submodule}: "), out.stdout
+    assert f"({install})" in out.stdout, out.stdout

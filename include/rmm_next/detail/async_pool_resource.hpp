@@ -327,7 +327,8 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
       grant_device_access(binding.pool, accessible_devices);
     }
     // With one device every stream is the resource's; managed memory is usable from any device.
-    binding.check_streams = Derived::kind != memory_kind::managed && device_count() > 1;
+    binding.check_streams =
+      Derived::kind != memory_kind::managed && device_count(resource_name(Derived::kind)) > 1;
     // Last: a pool others share is changed only by a construction that succeeds.
     if (binding.adopted) { adopt_release_threshold(binding.pool, binding.release_threshold); }
     return binding;

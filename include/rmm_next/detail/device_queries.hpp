@@ -23,21 +23,22 @@
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 /**
- * @brief The number of visible devices; throws `cuda_error` saying that no driver or device is
- * usable when the runtime cannot start.
+ * @brief The number of visible devices; throws `cuda_error` naming `what` (the user's call) and
+ * saying that no driver or device is usable when the runtime cannot start. Callers name the
+ * user's call; the default is for code that has none to name.
  */
-inline int device_count()
+inline int device_count(std::string_view what = "cuda_error")
 {
   int count{};
-  RMM_NEXT_CUDA_TRY(cudaGetDeviceCount(&count));
+  RMM_NEXT_CUDA_TRY(cudaGetDeviceCount(&count), what);
   return count;
 }
 
-/** @brief The current device. */
-inline int current_device()
+/** @brief The current device; throws `cuda_error` naming `what` (the user's call). */
+inline int current_device(std::string_view what = "cuda_error")
 {
   int device{};
-  RMM_NEXT_CUDA_TRY(cudaGetDevice(&device));
+  RMM_NEXT_CUDA_TRY(cudaGetDevice(&device), what);
   return device;
 }
 
@@ -58,7 +59,7 @@ inline int checked_device(int device, int count, std::string_view what)
 /** @brief Checks that `device` names a visible device (see the overload above). */
 inline int checked_device(int device, std::string_view what)
 {
-  return checked_device(device, device_count(), what);
+  return checked_device(device, device_count(what), what);
 }
 
 /** @brief An integer device attribute. */

@@ -34,7 +34,8 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
   if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
     throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
   }
-  int const id = device ? checked_device(*device, count, resource_name(kind)) : current_device();
+  int const id = device ? checked_device(*device, count, resource_name(kind))
+                        : current_device(resource_name(kind));
   check_support(kind, id);
   return id;
 }
@@ -73,7 +74,9 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
       "the viewed pool is accessible from devices " + listed +
         ", so its own device cannot be told; name it: " + resource_name(kind) + "{pool, device}");
   }
-  int const id = device ? *device : users.empty() ? current_device() : users.front();
+  int const id = device          ? *device
+                 : users.empty() ? current_device(resource_name(kind))
+                                 : users.front();
   check_support(kind, id);
   return id;
 }

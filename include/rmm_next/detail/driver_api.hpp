@@ -210,12 +210,12 @@ inline int current_device_or_none() noexcept
 
 /**
  * @brief The current device, as `current_device_or_none`.
- * @throws cuda_error if no usable driver or device exists.
+ * @throws cuda_error naming `what` (the user's call) if no usable driver or device exists.
  */
-inline int current_device_fast()
+inline int current_device_fast(std::string_view what = "cuda_error")
 {
   int const device = current_device_or_none();
-  return device >= 0 ? device : current_device();
+  return device >= 0 ? device : current_device(what);
 }
 
 /**

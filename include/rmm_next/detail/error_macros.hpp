@@ -34,13 +34,20 @@
 
 /**
  * @brief Calls a CUDA runtime function; on failure clears the sticky error and throws
- * `rmm_next::cuda_error` ("rmm_next::cuda_error: <call> returned <error> (<description>)"), naming
- * the call and the error, not rmm-next's source location, which says nothing to the user.
+ * `rmm_next::cuda_error` ("rmm_next::<what>: <function> returned <error> (<description>)"). The
+ * optional second argument `what` names the user's call (default "cuda_error"); the message names
+ * the CUDA function without its arguments, never rmm-next's source text or location.
  */
-#define RMM_NEXT_CUDA_TRY(call)                                                    \
-  do {                                                                             \
-    cudaError_t const rmm_next_status_ = (call);                                   \
-    if (rmm_next_status_ != cudaSuccess) {                                         \
-      ::rmm_next::detail::throw_cuda_error(rmm_next_status_, #call, "cuda_error"); \
-    }                                                                              \
+#define RMM_NEXT_CUDA_TRY(...) \
+  RMM_NEXT_CUDA_TRY_SELECT(    \
+    __VA_ARGS__, RMM_NEXT_CUDA_TRY_2, RMM_NEXT_CUDA_TRY_1, unused)(__VA_ARGS__)
+#define RMM_NEXT_CUDA_TRY_SELECT(_1, _2, name, ...) name
+#define RMM_NEXT_CUDA_TRY_1(call)                   RMM_NEXT_CUDA_TRY_2(call, "cuda_error")
+#define RMM_NEXT_CUDA_TRY_2(call, what)                                    \
+  do {                                                                     \
+    cudaError_t const rmm_next_status_ = (call);                           \
+    if (rmm_next_status_ != cudaSuccess) {                                 \
+      ::rmm_next::detail::throw_cuda_error(                                \
+        rmm_next_status_, ::rmm_next::detail::function_name(#call), what); \
+    }                                                                      \
   } while (0)

@@ -41,16 +41,16 @@ cudaMemPool_t driver_pool(memory_kind kind, int device, Source const&)
 #if CUDART_VERSION >= 13000
   cudaMemLocation loc = default_location(kind, device);
   if constexpr (current) {
-    RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)));
+    RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)), resource_name(kind));
   } else {
-    RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)));
+    RMM_NEXT_CUDA_TRY(cudaMemGetDefaultMemPool(&pool, &loc, allocation_type(kind)),
+                      resource_name(kind));
   }
 #else
-  (void)kind;
   if constexpr (current) {
-    RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device));
+    RMM_NEXT_CUDA_TRY(cudaDeviceGetMemPool(&pool, device), resource_name(kind));
   } else {
-    RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+    RMM_NEXT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device), resource_name(kind));
   }
 #endif
   return pool;

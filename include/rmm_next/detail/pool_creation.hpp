@@ -123,8 +123,8 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
                                    std::to_string(*opts.initial_pool_size) + " bytes on device " +
                                    std::to_string(device) + " (" + cudaGetErrorName(s) + ")");
     }
-    RMM_NEXT_CUDA_TRY(cudaFreeAsync(ptr, stream));
-    RMM_NEXT_CUDA_TRY(cudaStreamSynchronize(stream));
+    RMM_NEXT_CUDA_TRY(cudaFreeAsync(ptr, stream), resource_name(kind));
+    RMM_NEXT_CUDA_TRY(cudaStreamSynchronize(stream), resource_name(kind));
   }
   return binding;
 }

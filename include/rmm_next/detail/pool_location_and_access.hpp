@@ -72,7 +72,7 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
       ids.push_back(checked_device(d, resource_name(memory_kind::pinned)));
     }
   } else {
-    int const count = device_count();
+    int const count = device_count(resource_name(memory_kind::pinned));
     for (int d = 0; d < count; ++d) {
       if (device_attribute(cudaDevAttrMemoryPoolsSupported, d) != 0) { ids.push_back(d); }
     }
@@ -85,7 +85,10 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
     desc.flags         = cudaMemAccessFlagsProtReadWrite;
     descs.push_back(desc);
   }
-  if (!descs.empty()) { RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size())); }
+  if (!descs.empty()) {
+    RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()),
+                      resource_name(memory_kind::pinned));
+  }
 }
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -89,6 +89,30 @@ inline std::string no_usable_device_reason(cudaError_t status)
 }
 
 /**
+ * @brief The function name of a call's source text: "cudaGetDevice" for "cudaGetDevice(&device)".
+ */
+constexpr std::string_view function_name(std::string_view call) noexcept
+{
+  std::string_view const name = call.substr(0, call.find('('));
+  std::size_t const end       = name.find_last_not_of(' ');
+  return end == std::string_view::npos ? name : name.substr(0, end + 1);
+}
+
+/**
+ * @brief What a user can do about the `no_usable_device_reason` of `status`, or an empty string.
+ */
+inline std::string_view no_usable_device_advice(cudaError_t status)
+{
+  if (status == cudaErrorNoDevice) {
+    return "check CUDA_VISIBLE_DEVICES and that the device is present";
+  }
+  if (status == cudaErrorInsufficientDriver) {
+    return "install or update the NVIDIA driver, or run on a machine that has one";
+  }
+  return {};
+}
+
+/**
  * @brief Clears the runtime's last error and throws the typed error for `status`, in the scheme
  * of `error_message`: `what` is the user's call, `call` the CUDA function that failed.
  *
@@ -97,7 +121,7 @@ inline std::string no_usable_device_reason(cudaError_t status)
  * `not_supported`.
  */
 [[noreturn]] inline void throw_cuda_error(cudaError_t status,
-                                          char const* call,
+                                          std::string_view call,
                                           std::string_view what)
 {
   (void)cudaGetLastError();  // never leave the error sticky
@@ -106,6 +130,7 @@ inline std::string no_usable_device_reason(cudaError_t status)
                                     " (" + cudaGetErrorString(status) + ")");
   if (std::string const reason = no_usable_device_reason(status); !reason.empty()) {
     msg += "; no usable CUDA driver or device: " + reason;
+    msg.append("; ").append(no_usable_device_advice(status));
   }
   if (is_sticky_error(status)) { msg += "; the CUDA context is lost: restart the process"; }
   if (status == cudaErrorNotSupported) { throw not_supported{msg, status}; }
