@@ -16,6 +16,8 @@
 //   async_device_resource  rmm_next::async_device_resource on that pool
 //   thread_cache           rmm_next::thread_cache_adaptor<async_device_resource>, default options
 //   thread_cache_no_capture  the same with detect_capture = false
+//   thread_cache_graph_live  thread_cache while one block it allocated during a stream capture
+//                            (graph memory, which it must never cache) is alive
 // Every thread synchronizes its streams every 4096 pairs and at the end.
 //
 // Counters: peak_in_use_bytes (the bytes the threads held, summed over each thread's peak),
@@ -85,9 +87,11 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
  * @brief rmm_next::thread_cache_adaptor over async_device_resource: default options, or with
  * `detect_capture = false` (no capture queries).
  */
-template <bool DetectCapture>
-struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture>> {
-  static constexpr char const* name = DetectCapture ? "thread_cache" : "thread_cache_no_capture";
+template <bool DetectCapture, bool GraphLive = false>
+struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture, GraphLive>> {
+  static constexpr char const* name = GraphLive       ? "thread_cache_graph_live"
+                                      : DetectCapture ? "thread_cache"
+                                                      : "thread_cache_no_capture";
   static constexpr bool caches      = true;  // a longer warm-up (mixed::warm_up_pairs)
   using adaptor = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
 
@@ -99,11 +103,24 @@ struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture
     return mixed::made_once<thread_cache_peer>([] {
       rmm_next::thread_cache_options options;
       options.detect_capture = DetectCapture;
-      return thread_cache_peer{{}, adaptor{rmm_next::async_device_resource{}, options}};
+      thread_cache_peer peer{{}, adaptor{rmm_next::async_device_resource{}, options}};
+      if constexpr (GraphLive) { peer.keep_a_graph_allocation(); }
+      return peer;
     });
   }
 
   adaptor& resource() { return cache; }
+  /** @brief Allocates once during a capture and keeps the block (and its graph) alive. */
+  void keep_a_graph_allocation()
+  {
+    cudaStream_t stream{};
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
+    (void)cache.allocate(stream, 1000);  // graph memory, freed with the process
+    cudaGraph_t graph{};
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  }
   void before_run()
   {
     cache.flush();  // every run starts with empty caches
@@ -127,6 +144,7 @@ void register_all()
   mixed::register_peer<resource_peer>();
   mixed::register_peer<thread_cache_peer<true>>();
   mixed::register_peer<thread_cache_peer<false>>();
+  mixed::register_peer<thread_cache_peer<true, true>>();
 }
 
 register_at_start const registration{&register_all};

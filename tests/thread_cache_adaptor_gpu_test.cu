@@ -28,13 +28,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
-#include <string>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -359,7 +359,6 @@ TEST(ThreadCacheAdaptorGpu, AFlushWhileAnotherThreadCapturesLosesNoBlock)
   EXPECT_EQ(cache.statistics().cached_bytes, 0u);
 }
 
-
 // ---- Releases from another context, and captures on other threads ----------------------------
 
 /** A second context of device 0 (cuCtxCreate), destroyed with the object. */
@@ -372,18 +371,18 @@ class second_context {
     cudaDriverEntryPointQueryResult found{};
 #if CUDART_VERSION >= 13000
     using create_fn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
-    EXPECT_EQ(cudaGetDriverEntryPointByVersion(
-                "cuCtxCreate", &create, 13000, cudaEnableDefault, &found),
-              cudaSuccess);
+    EXPECT_EQ(
+      cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 13000, cudaEnableDefault, &found),
+      cudaSuccess);
 #else
     using create_fn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
-    EXPECT_EQ(cudaGetDriverEntryPointByVersion(
-                "cuCtxCreate", &create, 3020, cudaEnableDefault, &found),
-              cudaSuccess);
+    EXPECT_EQ(
+      cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 3020, cudaEnableDefault, &found),
+      cudaSuccess);
 #endif
-    EXPECT_EQ(cudaGetDriverEntryPointByVersion(
-                "cuCtxDestroy", &destroy, 4000, cudaEnableDefault, &found),
-              cudaSuccess);
+    EXPECT_EQ(
+      cudaGetDriverEntryPointByVersion("cuCtxDestroy", &destroy, 4000, cudaEnableDefault, &found),
+      cudaSuccess);
     destroy_ = reinterpret_cast<CUresult (*)(CUcontext)>(destroy);
     CUcontext saved{};
     EXPECT_EQ(rmm_next::detail::driver().ctx_get_current(&saved), CUDA_SUCCESS);
@@ -400,7 +399,10 @@ class second_context {
   {
     if (context_ != nullptr) { (void)destroy_(context_); }
   }
-  void make_current() const { ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(context_), CUDA_SUCCESS); }
+  void make_current() const
+  {
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(context_), CUDA_SUCCESS);
+  }
 
  private:
   CUcontext context_{};
@@ -414,7 +416,8 @@ constexpr std::size_t busy_bytes = 1 << 16;  // 16384 words
 /** Keeps writing `value` into the block on `stream` for `ns` nanoseconds after its free there. */
 void keep_writing(void* p, word value, cudaStream_t stream, unsigned long long ns = 400'000'000ULL)
 {
-  keep_writing_kernel<<<1, 256, 0, stream>>>(static_cast<word*>(p), busy_bytes / sizeof(word), value, ns);
+  keep_writing_kernel<<<1, 256, 0, stream>>>(
+    static_cast<word*>(p), busy_bytes / sizeof(word), value, ns);
 }
 
 TEST(ThreadCacheAdaptorGpu, AFlushFromASecondContextWaitsForThePrimaryContextsKernel)
@@ -503,7 +506,7 @@ class ImplicitRelease
 
 TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
 {
-  auto const [mode, kind] = GetParam();
+  auto const [mode, kind]   = GetParam();
   constexpr std::size_t mib = std::size_t{1} << 20;
   auto upstream             = owned_pool(64 * mib);
   thread_cache_options options;
@@ -532,9 +535,9 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
 
   std::mutex m;
   std::condition_variable cv;
-  int phase = 0;  // 1: the caches are full; 2: the capture runs; 3: the release is done
+  int phase         = 0;  // 1: the caches are full; 2: the capture runs; 3: the release is done
   cudaError_t ended = cudaErrorUnknown;
-  auto wait_for = [&](int p) {
+  auto wait_for     = [&](int p) {
     std::unique_lock lock{m};
     cv.wait(lock, [&] { return phase == p; });
   };
@@ -565,7 +568,7 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
     auto const before = cache.statistics();
     switch (kind) {
       case release_kind::thread_exit: break;  // the thread ends below with its blocks cached
-      case release_kind::eviction: {  // a third stream: the least recent list goes back
+      case release_kind::eviction: {          // a third stream: the least recent list goes back
         void* b = cache.allocate(streams[2], 4096);
         cache.deallocate(streams[2], b, 4096);
         break;
@@ -618,18 +621,17 @@ std::string release_test_name(
          name_of(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-  EveryModeAndRelease,
-  ImplicitRelease,
-  ::testing::Combine(::testing::Values(cudaStreamCaptureModeGlobal,
-                                       cudaStreamCaptureModeThreadLocal,
-                                       cudaStreamCaptureModeRelaxed),
-                     ::testing::Values(release_kind::thread_exit,
-                                       release_kind::eviction,
-                                       release_kind::reused_handle,
-                                       release_kind::out_of_memory,
-                                       release_kind::flush)),
-  release_test_name);
+INSTANTIATE_TEST_SUITE_P(EveryModeAndRelease,
+                         ImplicitRelease,
+                         ::testing::Combine(::testing::Values(cudaStreamCaptureModeGlobal,
+                                                              cudaStreamCaptureModeThreadLocal,
+                                                              cudaStreamCaptureModeRelaxed),
+                                            ::testing::Values(release_kind::thread_exit,
+                                                              release_kind::eviction,
+                                                              release_kind::reused_handle,
+                                                              release_kind::out_of_memory,
+                                                              release_kind::flush)),
+                         release_test_name);
 
 TEST(ThreadCacheAdaptorGpu, AllocatingSizeMaxThrowsOutOfMemoryWithOrWithoutCaps)
 {
@@ -813,7 +815,8 @@ TEST(ThreadCacheAdaptorGpu, StressSixteenThreadsManyStreams)
     // The workers' streams are gone: what they freed after their last fence is unproven, at
     // most max_unfenced_bytes (and one block) per worker and stream, until the contexts are
     // waited for.
-    std::printf("stress: %llu bytes unproven\n", static_cast<unsigned long long>(st.unproven_bytes));
+    std::printf("stress: %llu bytes unproven\n",
+                static_cast<unsigned long long>(st.unproven_bytes));
     EXPECT_LE(st.unproven_bytes, std::uint64_t{threads} * 5 * ((1 << 20) + (64 << 10)));
     cache.synchronize_and_flush();
     EXPECT_EQ(cache.statistics().cached_bytes, 0u);

@@ -95,7 +95,9 @@ struct world {
   std::map<int, stream*> legacy;                 // per context
   std::map<std::pair<std::thread::id, int>, stream*> per_thread;
   std::vector<std::unique_ptr<event>> events;
-  vclock completed;  // what the host has seen finish
+  std::vector<int> created_in;      // the context of every stream made through cuStreamCreate
+  vclock completed;                 // what the host has seen finish
+  std::map<int, vclock> graveyard;  // per context: the work of its destroyed streams
   std::uint64_t next_uid{1};
   std::vector<std::string> violations;
   int invalidated_captures{0};
@@ -291,8 +293,9 @@ CUresult ctx_synchronize()
   LOCK;
   if (the().any_capture()) { the().invalidate_captures("cuCtxSynchronize"); }
   for (auto const& s : the().streams) {
-    if (s->alive && s->ctx == current_ctx()) { merge(the().completed, s->clock); }
+    if (s->ctx == current_ctx()) { merge(the().completed, s->clock); }
   }
+  merge(the().completed, the().graveyard[current_ctx()]);
   return CUDA_SUCCESS;
 }
 CUresult device_get(CUdevice* d, int ordinal)
@@ -363,12 +366,16 @@ CUresult stream_create(CUstream* h, unsigned int flags)
   LOCK;
   *h = reinterpret_cast<CUstream>(
     the().make_stream(current_ctx(), (flags & CU_STREAM_NON_BLOCKING) == 0));
+  the().created_in.push_back(current_ctx());
   return CUDA_SUCCESS;
 }
 CUresult stream_destroy(CUstream h)
 {
   LOCK;
-  if (stream* s = resolve(h, "cuStreamDestroy")) { s->alive = false; }
+  if (stream* s = resolve(h, "cuStreamDestroy")) {
+    s->alive = false;
+    merge(the().graveyard[s->ctx], s->clock);  // its work goes on; a context wait covers it
+  }
   return CUDA_SUCCESS;
 }
 CUresult stream_synchronize(CUstream h)
@@ -398,8 +405,9 @@ cudaError_t cudaDeviceSynchronize()
     return cudaErrorStreamCaptureUnsupported;
   }
   for (auto const& s : w.streams) {  // the current context's streams only, as the driver does
-    if (s->alive && s->ctx == model::current_ctx()) { model::merge(w.completed, s->clock); }
+    if (s->ctx == model::current_ctx()) { model::merge(w.completed, s->clock); }
   }
+  model::merge(w.completed, w.graveyard[model::current_ctx()]);
   return cudaSuccess;
 }
 
@@ -572,7 +580,8 @@ class worker {
     for (auto it = the().per_thread.begin(); it != the().per_thread.end();) {
       if (it->first.first == id) {  // its per-thread default streams end with it
         it->second->alive = false;
-        it                = the().per_thread.erase(it);
+        model::merge(the().graveyard[it->second->ctx], it->second->clock);
+        it = the().per_thread.erase(it);
       } else {
         ++it;
       }
@@ -877,6 +886,13 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
         capture.on           = false;
         // Graph memory left live is the graph's output: the test frees it eagerly later.
       }
+    } else if (r < 96) {  // where no capture runs: everything back, unproven blocks too
+      if (capture.on || pick(4) != 0) { continue; }
+      workers[w]->call([&] { (void)cache->synchronize_and_flush(); });
+      if (cache->statistics().unproven_bytes != 0) {
+        the().violation("synchronize_and_flush left unproven blocks");
+      }
+      ++ops["sync and flush"];
     } else if (r < 97) {  // the host waits for a stream
       cudaStream_t const h = streams[pick(streams.size())];
       std::lock_guard lock{the().mutex};
@@ -922,6 +938,78 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   EXPECT_EQ(the().invalidated_captures, 0) << "seed " << seed;
   EXPECT_GT(st.hits, 0u);
   EXPECT_GT(ops["capture"], 0);
+}
+
+/** @brief The model pool seen through a type that does not say its device, as refs do. */
+class deviceless_pool {
+ public:
+  explicit deviceless_pool(model_pool p) : p_{std::move(p)} {}
+  [[nodiscard]] void* allocate(cuda::stream_ref s, std::size_t bytes, std::size_t a = 256)
+  {
+    return p_.allocate(s, bytes, a);
+  }
+  void deallocate(cuda::stream_ref s, void* ptr, std::size_t bytes, std::size_t a = 256) noexcept
+  {
+    p_.deallocate(s, ptr, bytes, a);
+  }
+  friend bool operator==(deviceless_pool const& a, deviceless_pool const& b) noexcept
+  {
+    return a.p_ == b.p_;
+  }
+  friend constexpr void get_property(deviceless_pool const&, cuda::mr::device_accessible) noexcept
+  {
+  }
+
+ private:
+  model_pool p_;
+};
+
+TEST(ThreadCacheModel, AnAdaptorOfAnotherDeviceReleasesOnAStreamOfThatDevice)
+{
+  // Device 0 is current; the adaptor is told its upstream is device 1's (as enable_thread_cache(1)
+  // does for the ref it wraps), and a block is freed on a stream of device 1.
+  model::ctx_stack = {0};
+  cudaStream_t stream{};
+  {
+    std::lock_guard lock{the().mutex};
+    stream = reinterpret_cast<cudaStream_t>(the().create_stream(2, false, false));
+  }
+  std::size_t const made_before = the().created_in.size();
+  {
+    rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}}, 1};
+    EXPECT_EQ(cache.device(), 1);
+    void* p = cache.allocate(cuda::stream_ref{stream}, 4096);
+    cache.deallocate(cuda::stream_ref{stream}, p, 4096);
+    EXPECT_EQ(cache.flush(), 4096u);
+  }
+  ASSERT_EQ(the().created_in.size(), made_before + 1);  // the release stream
+  EXPECT_EQ(the().created_in.back(), 2) << "not in device 1's primary context";
+  EXPECT_EQ(model::current_ctx(), 0);
+  {
+    rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}}};
+    EXPECT_EQ(cache.device(), 0);  // without a device: the current one
+  }
+  EXPECT_TRUE(the().violations.empty()) << the().violations.front();
+}
+
+TEST(ThreadCacheModel, TheDeviceOfAContextThatTookADestroyedContextsAddressIsAskedAgain)
+{
+  std::thread{[] {
+    model::ctx_stack = {1};  // a second context of device 0
+    EXPECT_EQ(rmm_next::detail::current_device_or_none(), 0);
+    {
+      std::lock_guard lock{the().mutex};
+      the().contexts[1].device = 1;  // destroyed; a context of device 1 made at its address
+    }
+    EXPECT_EQ(rmm_next::detail::current_device_or_none(), 1);
+    {
+      std::lock_guard lock{the().mutex};
+      the().contexts[1].device = 0;
+    }
+    model::ctx_stack = {0};  // a primary context: its device is cached, and stays right
+    EXPECT_EQ(rmm_next::detail::current_device_or_none(), 0);
+    EXPECT_EQ(rmm_next::detail::current_device_or_none(), 0);
+  }}.join();
 }
 
 }  // namespace

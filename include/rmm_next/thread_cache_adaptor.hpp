@@ -161,10 +161,14 @@ class thread_cache_state final : public cache_backend {
 
   void wait_for_releases() noexcept override
   {
-    std::lock_guard lock{release_mutex_};
+    CUstream stream{};
+    {
+      std::lock_guard lock{release_mutex_};
+      stream = release_stream_;  // never destroyed while the state lives
+    }
     auto const sync = driver().stream_synchronize;
-    if (release_stream_ == nullptr || sync == nullptr) { return; }
-    (void)sync(release_stream_);  // host wait on one stream of ours: harmless to any capture
+    if (stream == nullptr || sync == nullptr) { return; }
+    (void)sync(stream);  // a host wait on one stream of ours: harmless to any capture
   }
 
   Upstream upstream_;
