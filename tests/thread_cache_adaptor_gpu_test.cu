@@ -512,6 +512,7 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
   thread_cache_options options;
   options.max_streams_per_thread      = 2;
   options.max_cached_bytes_per_thread = 64 * mib;
+  options.max_block_size              = 4 * mib;
   thread_cache_adaptor<async_device_resource> cache{upstream, options};
   stream_guard capture_guard;
   cudaStream_t const capturing = capture_guard;
@@ -559,6 +560,10 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
   std::size_t released = 0;
   bool reused          = false;
   std::thread releaser{[&] {
+    // Relaxed, as a thread that allocates beside a global-mode capture on another thread must
+    // be: the driver refuses its own allocations otherwise.
+    cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+    CHECK_CUDA(cudaThreadExchangeStreamCaptureMode(&relaxed));
     fill_cache();
     for (cudaStream_t s : streams) {
       CHECK_CUDA(cudaStreamSynchronize(s));

@@ -109,6 +109,8 @@ class thread_cache_state final : public cache_backend {
       max_block_size_{std::min(options.max_block_size, largest_cacheable_block)},
       registry_{std::make_shared<cache_registry>(this, limits_of(options))}
   {
+    std::lock_guard lock{release_mutex_};
+    (void)release_stream();  // now, before any capture; again at the first release if refused
   }
 
   thread_cache_state(thread_cache_state const&)            = delete;
@@ -142,11 +144,11 @@ class thread_cache_state final : public cache_backend {
       return 0;
     }
     std::lock_guard lock{release_mutex_};
+    // Relaxed: in global mode, a capture on another thread would make the driver refuse some of
+    // the calls below (and invalidate that capture); this thread may be capturing too.
+    relaxed_capture_mode const relaxed;
     CUstream const on = release_stream();
     if (fence != nullptr && (on == nullptr || !wait_for_fence(on, fence))) { return 0; }
-    // Relaxed: this thread may be capturing in global mode while it releases on its own stream.
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
     cuda::stream_ref const stream{on != nullptr ? reinterpret_cast<cudaStream_t>(on)
                                                 : cudaStreamPerThread};
     std::size_t bytes = 0;
@@ -154,7 +156,6 @@ class thread_cache_state final : public cache_backend {
       stream_deallocate(upstream_, stream, b.ptr, b.bytes, default_alignment);
       bytes += b.bytes;
     }
-    (void)cudaThreadExchangeStreamCaptureMode(&mode);
     blocks.clear();
     return bytes;
   }
@@ -167,7 +168,10 @@ class thread_cache_state final : public cache_backend {
       stream = release_stream_;  // never destroyed while the state lives
     }
     auto const sync = driver().stream_synchronize;
-    if (stream == nullptr || sync == nullptr) { return; }
+    if (stream == nullptr || sync == nullptr || runtime_unloading().load(std::memory_order_relaxed)) {
+      return;
+    }
+    relaxed_capture_mode const relaxed;
     (void)sync(stream);  // a host wait on one stream of ours: harmless to any capture
   }
 
@@ -200,6 +204,7 @@ class thread_cache_state final : public cache_backend {
     CUcontext primary{};
     if (api.primary_ctx_retain(&primary, dev) != CUDA_SUCCESS) { return nullptr; }
     {
+      relaxed_capture_mode const relaxed;
       context_scope const scope{primary};
       if (scope.ok()) { (void)api.stream_create(&release_stream_, CU_STREAM_NON_BLOCKING); }
     }
@@ -373,7 +378,8 @@ class thread_cache_adaptor
                   std::size_t bytes,
                   std::size_t alignment = default_alignment) noexcept
   {
-    if (ptr == nullptr) { return; }
+    // Unloading, or a forked child: the driver is not to be asked, and nothing can reuse it.
+    if (ptr == nullptr || detail::runtime_unloading().load(std::memory_order_relaxed)) { return; }
     if (!cacheable(bytes, alignment)) {
       detail::stream_deallocate(state_->upstream_, stream, ptr, bytes, alignment);
       return;

@@ -13,6 +13,7 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
@@ -357,6 +358,9 @@ RMM_NEXT_EXPORT int rmm_next_disable_thread_cache(int device)
 RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
 {
   return guarded(-1, [&] {
+    // Relaxed: a capture in global mode on another thread would refuse the trim below, and be
+    // invalidated by the refusal.
+    rmm_next::detail::relaxed_capture_mode const relaxed;
     auto& st = state();
     rmm_next::plugin::release_deferred(st);
     auto const release = [&](int d) {

@@ -29,6 +29,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <execinfo.h>
+#include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +61,22 @@ cached_resource& cache()
 /** @brief What the child does before `std::exit(0)`. */
 enum class child_work { none, free_memory };
 
+/** @brief In a child: a crash prints where it happened before the child dies. */
+void report_crashes()
+{
+  struct sigaction action {};
+  action.sa_handler = [](int sig) {
+    void* frames[64];
+    int const n = backtrace(frames, 64);
+    char const msg[] = "child crashed; backtrace:\n";
+    (void)!write(2, msg, sizeof(msg) - 1);
+    backtrace_symbols_fd(frames, n, 2);
+    _exit(128 + sig);
+  };
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGBUS, &action, nullptr);
+}
+
 struct parent_memory {
   void* block;         ///< from the resource, still allocated
   void* cached_block;  ///< from the adaptor, still allocated
@@ -74,7 +92,8 @@ int run_child(child_work work, parent_memory memory)
     return -1;
   }
   if (pid == 0) {
-    if (work == child_work::free_memory) {
+    report_crashes();
+    if (work == child_work::free_memory && memory.block != nullptr) {
       owned_pool_resource().deallocate_sync(memory.block, block_bytes);
       cache().deallocate(cuda::stream_ref{cudaStreamPerThread}, memory.cached_block, block_bytes);
     }
@@ -106,6 +125,10 @@ void expect_clean_exit(int status, char const* what)
 int main()
 {
   rmm_next_test::require_devices();
+  // A child of a process that has used CUDA, before any rmm-next object exists: the baseline.
+  (void)cudaFree(nullptr);  // the runtime and the primary context exist
+  expect_clean_exit(run_child(child_work::none, {nullptr, nullptr}),
+                    "a child forked before any rmm-next object");
   cuda::stream_ref const stream{cudaStreamPerThread};
 
   async_device_resource& resource = owned_pool_resource();

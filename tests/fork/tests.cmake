@@ -11,6 +11,7 @@ foreach(runtime IN ITEMS cpu gpu)
     add_executable(${program} ${fork_dir}/child_exit.cpp)
     target_include_directories(${program} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/support)
     target_link_libraries(${program} PRIVATE rmm-next::rmm-next)
+    target_link_options(${program} PRIVATE -rdynamic)  # a crashing child names its frames
     rmm_next_enable_warnings(${program})
     if(flavour STREQUAL "debug")
       target_compile_definitions(${program} PRIVATE RMM_NEXT_TEST_ASSERTS)

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
@@ -16,11 +17,29 @@
  * elsewhere can be ordered after that stream's work without synchronizing a device or a context.
  *
  * Every call here is one the driver accepts while any stream of the process is being captured
- * (as long as the stream named is not itself captured), and none of them touches the runtime's
- * last-error state, so a caller's pending error survives.
+ * (as long as the stream named is not itself captured), from a thread in relaxed capture mode
+ * (`relaxed_capture_mode`): in global mode, a capture on another thread makes the driver refuse
+ * some of them and invalidate that capture. None of them touches the runtime's last-error state,
+ * so a caller's pending error survives. Once the runtime is unloading, or in a forked child, they
+ * do nothing.
  */
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/**
+ * @brief Puts the calling thread in relaxed capture mode for its lifetime: a capture running in
+ * global mode on another thread then refuses none of the calls a release makes.
+ */
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() noexcept { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  relaxed_capture_mode(relaxed_capture_mode const&)            = delete;
+  relaxed_capture_mode& operator=(relaxed_capture_mode const&) = delete;
+  ~relaxed_capture_mode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_{cudaStreamCaptureModeRelaxed};
+};
 
 /** @brief True when the driver offers fences; without a driver no GPU work exists to wait for. */
 inline bool fences_available() noexcept
@@ -63,6 +82,7 @@ class context_scope {
 /** @brief A new event of `context` that records no timing, or null if the driver refused. */
 inline CUevent make_fence_event(CUcontext context) noexcept
 {
+  if (runtime_unloading().load(std::memory_order_relaxed)) { return nullptr; }
   context_scope const scope{context};
   CUevent event{};
   if (!scope.ok() || driver().event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
@@ -74,7 +94,9 @@ inline CUevent make_fence_event(CUcontext context) noexcept
 /** @brief Destroys `event` (null: nothing). Work it was recorded behind goes on. */
 inline void destroy_fence_event(CUevent event) noexcept
 {
-  if (event != nullptr) { (void)driver().event_destroy(event); }
+  if (event != nullptr && !runtime_unloading().load(std::memory_order_relaxed)) {
+    (void)driver().event_destroy(event);
+  }
 }
 
 /**
@@ -85,7 +107,7 @@ inline void destroy_fence_event(CUevent event) noexcept
  */
 inline bool record_fence(CUevent event, cudaStream_t stream) noexcept
 {
-  return event != nullptr &&
+  return event != nullptr && !runtime_unloading().load(std::memory_order_relaxed) &&
          driver().event_record(event, reinterpret_cast<CUstream>(stream)) == CUDA_SUCCESS;
 }
 

@@ -80,6 +80,8 @@ struct cached_block {
  */
 struct fenced_batch {
   CUevent fence{};
+  std::uint64_t stream_id{};  ///< the stream's, to keep the blocks for if the wait is refused
+  CUcontext context{};
   std::vector<cached_block> blocks;
 };
 
@@ -363,6 +365,7 @@ class thread_cache {
   static void fence(stream_list& list) noexcept
   {
     if (list.unfenced == 0 || !fences_available()) { return; }
+    relaxed_capture_mode const relaxed;
     if (list.fence == nullptr) { list.fence = make_fence_event(list.context); }
     if (!record_fence(list.fence, list.handle)) { return; }
     for (bin& b : list.bins) {
@@ -380,7 +383,7 @@ class thread_cache {
   {
     if (list.bytes == 0) { return; }
     bool const proven = !fences_available();  // no driver: no GPU work to wait for
-    fenced_batch done;
+    fenced_batch done{nullptr, list.id, list.context, {}};
     unproven_batch waiting{list.id, list.context, {}};
     for (std::size_t cls = 0; cls < list.bins.size(); ++cls) {
       bin& b                   = list.bins[cls];
@@ -463,7 +466,10 @@ class thread_cache {
    */
   static void fence_if_per_thread(stream_list& l) noexcept
   {
-    if (!l.in_use || l.handle != cudaStreamPerThread || l.unfenced == 0) { return; }
+    if (!l.in_use || l.handle != cudaStreamPerThread || l.unfenced == 0 ||
+        runtime_unloading().load(std::memory_order_relaxed)) {
+      return;
+    }
     context_scope const scope{l.context};
     if (scope.ok() && stream_is_eager(l.handle)) { fence(l); }
   }
@@ -545,8 +551,8 @@ class cache_registry {
       bytes += backend->release_fenced(batch.fence, batch.blocks);
       destroy_fence_event(batch.fence);
       batch.fence = nullptr;
-      if (!batch.blocks.empty()) {  // the driver refused the wait: no stream may have them
-        park(unproven_batch{0, nullptr, std::move(batch.blocks)});
+      if (!batch.blocks.empty()) {  // the driver refused the wait: only their stream may have them
+        park(unproven_batch{batch.stream_id, batch.context, std::move(batch.blocks)});
       }
     }
     for (unproven_batch& batch : taken.unproven) {
@@ -635,6 +641,7 @@ class cache_registry {
     }
     std::vector<CUcontext> done;
     std::size_t bytes = 0;
+    relaxed_capture_mode const relaxed;
     for (unproven_batch& batch : taken.unproven) {
       if (std::find(done.begin(), done.end(), batch.context) == done.end()) {
         context_scope const scope{batch.context};
