@@ -16,6 +16,7 @@
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -250,8 +251,9 @@ class thread_cache_adaptor
    * @brief Caches in front of `upstream`, with the limits of `options`.
    * @throws std::invalid_argument if `options.max_streams_per_thread` is 0.
    */
-  explicit thread_cache_adaptor(Upstream upstream, thread_cache_options const& options = {})
-    : thread_cache_adaptor(detail::device_of_upstream(upstream), std::move(upstream), options)
+  template <detail::upstream_argument<thread_cache_adaptor, Upstream> Arg = Upstream>
+  explicit thread_cache_adaptor(Arg&& upstream, thread_cache_options const& options = {})
+    : thread_cache_adaptor(std::in_place, std::forward<Arg>(upstream), options)
   {
   }
 
@@ -398,6 +400,11 @@ class thread_cache_adaptor
   }
 
  private:
+  thread_cache_adaptor(std::in_place_t, Upstream upstream, thread_cache_options const& options)
+    : thread_cache_adaptor(detail::device_of_upstream(upstream), std::move(upstream), options)
+  {
+  }
+
   thread_cache_adaptor(int device, Upstream&& upstream, thread_cache_options const& options)
     : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
         std::move(upstream), options, device)}
@@ -491,6 +498,10 @@ class thread_cache_adaptor
 
   std::shared_ptr<detail::thread_cache_state<Upstream>> state_;
 };
+
+/** @brief `thread_cache_adaptor{upstream}` holds a copy of `upstream`. */
+template <class Upstream>
+thread_cache_adaptor(Upstream, thread_cache_options const& = {}) -> thread_cache_adaptor<Upstream>;
 
 static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<async_device_resource>,
                                                    cuda::mr::device_accessible>);
