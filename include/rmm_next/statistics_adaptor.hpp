@@ -12,6 +12,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <atomic>
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
@@ -134,8 +136,10 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
     public detail::cccl30_members<statistics_adaptor<Upstream>> {
  public:
   /** @brief Counts what goes to `upstream`, from zero. */
-  explicit statistics_adaptor(Upstream upstream)
-    : upstream_{std::move(upstream)}, counters_{std::make_shared<detail::allocation_counters>()}
+  template <detail::upstream_argument<statistics_adaptor, Upstream> Arg = Upstream>
+  explicit statistics_adaptor(Arg&& upstream)
+    : upstream_(std::forward<Arg>(upstream)),
+      counters_{std::make_shared<detail::allocation_counters>()}
   {
   }
 
@@ -219,9 +223,15 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   std::shared_ptr<detail::allocation_counters> counters_;
 };
 
+/** @brief `statistics_adaptor{upstream}` holds a copy of `upstream`. */
+template <class Upstream>
+statistics_adaptor(Upstream) -> statistics_adaptor<Upstream>;
+
 static_assert(detail::stream_ordered_resource_with<statistics_adaptor<device_async_resource_ref>,
                                                    cuda::mr::device_accessible>);
 static_assert(detail::synchronous_resource_with<statistics_adaptor<device_resource_ref>,
                                                 cuda::mr::device_accessible>);
+static_assert(std::is_constructible_v<device_async_resource_ref,
+                                      statistics_adaptor<device_async_resource_ref>&>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

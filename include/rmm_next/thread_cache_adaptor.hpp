@@ -19,6 +19,7 @@
 #include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
 #include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -168,7 +169,8 @@ class thread_cache_state final : public cache_backend {
       stream = release_stream_;  // never destroyed while the state lives
     }
     auto const sync = driver().stream_synchronize;
-    if (stream == nullptr || sync == nullptr || runtime_unloading().load(std::memory_order_relaxed)) {
+    if (stream == nullptr || sync == nullptr ||
+        runtime_unloading().load(std::memory_order_relaxed)) {
       return;
     }
     relaxed_capture_mode const relaxed;
@@ -311,9 +313,9 @@ class thread_cache_adaptor
    * @brief Caches in front of `upstream`, with the limits of `options`.
    * @throws std::invalid_argument if `options.max_streams_per_thread` or `fence_interval` is 0.
    */
-  explicit thread_cache_adaptor(Upstream upstream, thread_cache_options const& options = {})
-    : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
-        std::move(upstream), options, detail::device_of_upstream(upstream))}
+  template <detail::upstream_argument<thread_cache_adaptor, Upstream> Arg = Upstream>
+  explicit thread_cache_adaptor(Arg&& upstream, thread_cache_options const& options = {})
+    : thread_cache_adaptor(std::in_place, std::forward<Arg>(upstream), options)
   {
   }
 
@@ -322,9 +324,10 @@ class thread_cache_adaptor
    * say their device), with the limits of `options`.
    * @throws std::invalid_argument if `options.max_streams_per_thread` or `fence_interval` is 0.
    */
-  thread_cache_adaptor(Upstream upstream, int device, thread_cache_options const& options = {})
+  template <detail::upstream_argument<thread_cache_adaptor, Upstream> Arg = Upstream>
+  thread_cache_adaptor(Arg&& upstream, int device, thread_cache_options const& options = {})
     : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
-        std::move(upstream), options, device)}
+        Upstream(std::forward<Arg>(upstream)), options, device)}
   {
   }
 
@@ -501,6 +504,13 @@ class thread_cache_adaptor
   }
 
  private:
+  /** @brief The upstream converted first, so that its device is read from what is held. */
+  thread_cache_adaptor(std::in_place_t, Upstream upstream, thread_cache_options const& options)
+    : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
+        std::move(upstream), options, detail::device_of_upstream(upstream))}
+  {
+  }
+
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
   {
     return bytes != 0 && bytes <= state_->max_block_size_ && alignment <= default_alignment &&
@@ -618,6 +628,15 @@ class thread_cache_adaptor
 
   std::shared_ptr<detail::thread_cache_state<Upstream>> state_;
 };
+
+/** @brief `thread_cache_adaptor{upstream}` holds a copy of `upstream`. */
+template <class Upstream>
+thread_cache_adaptor(Upstream, thread_cache_options const& = {}) -> thread_cache_adaptor<Upstream>;
+
+/** @brief `thread_cache_adaptor{upstream, device}` holds a copy of `upstream`. */
+template <class Upstream>
+thread_cache_adaptor(Upstream, int, thread_cache_options const& = {})
+  -> thread_cache_adaptor<Upstream>;
 
 static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<async_device_resource>,
                                                    cuda::mr::device_accessible>);

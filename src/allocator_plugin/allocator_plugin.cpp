@@ -13,8 +13,8 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>

@@ -64,10 +64,10 @@ enum class child_work { none, free_memory };
 /** @brief In a child: a crash prints where it happened before the child dies. */
 void report_crashes()
 {
-  struct sigaction action {};
+  struct sigaction action{};
   action.sa_handler = [](int sig) {
     void* frames[64];
-    int const n = backtrace(frames, 64);
+    int const n      = backtrace(frames, 64);
     char const msg[] = "child crashed; backtrace:\n";
     (void)!write(2, msg, sizeof(msg) - 1);
     backtrace_symbols_fd(frames, n, 2);
