@@ -822,7 +822,7 @@ TEST(ThreadCacheAdaptorGpu, StressSixteenThreadsManyStreams)
     // waited for.
     std::printf("stress: %llu bytes unproven\n",
                 static_cast<unsigned long long>(st.unproven_bytes));
-    EXPECT_LE(st.unproven_bytes, std::uint64_t{threads} * 5 * ((1 << 20) + (64 << 10)));
+    EXPECT_LE(st.unproven_bytes, std::uint64_t{threads} * 5 * ((8 << 20) + (64 << 10)));
     cache.synchronize_and_flush();
     EXPECT_EQ(cache.statistics().cached_bytes, 0u);
     EXPECT_EQ(cache.statistics().unproven_bytes, 0u);

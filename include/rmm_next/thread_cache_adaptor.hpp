@@ -66,9 +66,9 @@ struct thread_cache_options {
    * any thread. A thread's list of a stream fences every free at first, and one free more in
    * every 256 after that, up to this limit. 1 fences every free.
    */
-  std::size_t fence_interval = 64;
+  std::size_t fence_interval = 256;
   /** @brief The most bytes freed on one stream, by one thread, since its last fence. */
-  std::size_t max_unfenced_bytes = std::size_t{1} << 20;
+  std::size_t max_unfenced_bytes = std::size_t{8} << 20;
   /**
    * @brief Ask the driver whether a stream is being captured on every allocation and free (the
    * default), so that capture bypasses the cache. Two driver queries per allocate/deallocate
@@ -353,23 +353,16 @@ class thread_cache_adaptor
     detail::thread_cache* const cache = detail::local_cache(state_->registry_);
     if (cache == nullptr) { return allocate_upstream(stream, detail::size_class_bytes(cls)); }
     CUcontext const key = key_context(handle);
-    detail::taken_blocks stale;
-    void* ptr = nullptr;
     {
-      std::lock_guard lock{cache->lock};
-      auto& list = cache->list_for(handle, key, label(handle, key, id), stale);
-      if (list.id != id) {  // another stream now lives at this handle
-        cache->relabel(list, id, key != nullptr ? key : detail::stream_context(handle), stale);
+      detail::spin_lock_guard const lock{cache->lock};
+      if (auto* list = cache->recent(handle, key); list != nullptr && list->id == id) {
+        if (void* ptr = cache->pop(*list, cls)) {
+          cache->count_hit();
+          return ptr;
+        }
       }
-      ptr = cache->pop(list, cls);
     }
-    state_->registry_->release(stale);
-    if (ptr != nullptr) {
-      cache->count_hit();
-      return ptr;
-    }
-    cache->count_miss();
-    return allocate_upstream(stream, detail::size_class_bytes(cls), default_alignment, cache);
+    return allocate_from_list(stream, key, id, cls, *cache);
   }
 
   /**
@@ -393,29 +386,22 @@ class thread_cache_adaptor
     bool const uncacheable =
       forget_graph_block(ptr) || (state_->detect_capture_ && !detail::stream_is_eager(handle));
     detail::thread_cache* const cache = uncacheable ? nullptr : local_cache_noexcept();
-    detail::taken_blocks given_up;
-    bool cached = false;
     if (cache != nullptr) {
       CUcontext const key = key_context(handle);
+      bool cached         = false;
       try {
-        std::lock_guard lock{cache->lock};
-        auto& list       = cache->list_for(handle, key, label(handle, key, 0), given_up);
-        bool const fence = list.id != 0 && cache->fence_due(list, cls);
-        if (fence) {  // the list's label is checked before its stream is fenced
-          if (std::uint64_t const id = detail::stream_id(handle); id != list.id) {
-            cache->relabel(
-              list, id, key != nullptr ? key : detail::stream_context(handle), given_up);
-          }
+        detail::spin_lock_guard const lock{cache->lock};
+        auto* list = cache->recent(handle, key);
+        if (list != nullptr && list->id != 0 && !cache->fence_due(*list, cls)) {
+          cached = cache->push(*list, cls, ptr);
         }
-        cached = list.id != 0 && cache->push(list, cls, ptr);
-        if (cached && fence) { detail::thread_cache::fence(list); }
-      } catch (...) {  // std::bad_alloc growing a list: free upstream instead
+      } catch (...) {  // std::bad_alloc growing a list: the path below frees upstream
       }
+      if (cached) { return; }
+      deallocate_into_list(stream, ptr, cls, key, *cache);
+      return;
     }
-    if (!cached) {
-      detail::stream_deallocate(state_->upstream_, stream, ptr, rounded, default_alignment);
-    }
-    state_->registry_->release(given_up);
+    detail::stream_deallocate(state_->upstream_, stream, ptr, rounded, default_alignment);
   }
 
   /**
@@ -509,6 +495,69 @@ class thread_cache_adaptor
     : state_{std::make_shared<detail::thread_cache_state<Upstream>>(
         std::move(upstream), options, detail::device_of_upstream(upstream))}
   {
+  }
+
+  /**
+   * @brief The rest of `allocate` (no block in the most recent list): finds or makes the list of
+   * `stream`, gives up a stale one's blocks, pops, or allocates upstream.
+   */
+  [[gnu::noinline]] void* allocate_from_list(cuda::stream_ref stream,
+                                             CUcontext key,
+                                             std::uint64_t id,
+                                             std::size_t cls,
+                                             detail::thread_cache& cache)
+  {
+    cudaStream_t const handle = stream.get();
+    detail::taken_blocks stale;
+    void* ptr = nullptr;
+    {
+      std::lock_guard lock{cache.lock};
+      auto& list = cache.list_for(handle, key, label(handle, key, id), stale);
+      if (list.id != id) {  // another stream now lives at this handle
+        cache.relabel(list, id, key != nullptr ? key : detail::stream_context(handle), stale);
+      }
+      ptr = cache.pop(list, cls);
+    }
+    state_->registry_->release(stale);
+    if (ptr != nullptr) {
+      cache.count_hit();
+      return ptr;
+    }
+    cache.count_miss();
+    return allocate_upstream(stream, detail::size_class_bytes(cls), default_alignment, &cache);
+  }
+
+  /**
+   * @brief The rest of `deallocate` (not the most recent list, or a fence is due): finds or makes
+   * the list of `stream`, checks its label before fencing, pushes, or frees upstream.
+   */
+  [[gnu::noinline]] void deallocate_into_list(cuda::stream_ref stream,
+                                              void* ptr,
+                                              std::size_t cls,
+                                              CUcontext key,
+                                              detail::thread_cache& cache) noexcept
+  {
+    cudaStream_t const handle = stream.get();
+    detail::taken_blocks given_up;
+    bool cached = false;
+    try {
+      std::lock_guard lock{cache.lock};
+      auto& list       = cache.list_for(handle, key, label(handle, key, 0), given_up);
+      bool const fence = list.id != 0 && cache.fence_due(list, cls);
+      if (fence) {  // the list's label is checked before its stream is fenced
+        if (std::uint64_t const id = detail::stream_id(handle); id != list.id) {
+          cache.relabel(list, id, key != nullptr ? key : detail::stream_context(handle), given_up);
+        }
+      }
+      cached = list.id != 0 && cache.push(list, cls, ptr);
+      if (cached && fence) { detail::thread_cache::fence(list); }
+    } catch (...) {  // std::bad_alloc growing a list: free upstream instead
+    }
+    if (!cached) {
+      detail::stream_deallocate(
+        state_->upstream_, stream, ptr, detail::size_class_bytes(cls), default_alignment);
+    }
+    state_->registry_->release(given_up);
   }
 
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept

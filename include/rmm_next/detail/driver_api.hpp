@@ -71,7 +71,7 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
 }
 
 /** @brief The driver entry points of this process (null members where unavailable). */
-inline driver_api const& driver() noexcept
+[[gnu::always_inline]] inline driver_api const& driver() noexcept
 {
   static driver_api const api = [] {
     driver_api a;
@@ -107,7 +107,7 @@ inline driver_api const& driver() noexcept
  *
  * In a process without a CUDA driver no stream can exist; the handle's value is then its id.
  */
-inline std::uint64_t stream_id(cudaStream_t stream) noexcept
+[[gnu::always_inline]] inline std::uint64_t stream_id(cudaStream_t stream) noexcept
 {
   auto const fn = driver().stream_get_id;
   if (fn == nullptr) {
@@ -121,7 +121,7 @@ inline std::uint64_t stream_id(cudaStream_t stream) noexcept
  * @brief True when work on `stream` runs eagerly: it is not being captured into a graph and the
  * driver could say so. False while it is captured, or when the query fails.
  */
-inline bool stream_is_eager(cudaStream_t stream) noexcept
+[[gnu::always_inline]] inline bool stream_is_eager(cudaStream_t stream) noexcept
 {
   auto const fn = driver().stream_is_capturing;
   if (fn == nullptr) { return true; }  // no driver: no capture

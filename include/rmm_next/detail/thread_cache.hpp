@@ -38,7 +38,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
  * @brief The size class of `bytes` (> 0): 256-byte steps up to 1 KiB, then four classes per
  * doubling (1280, 1536, 1792, 2048, 2560, ...), so a block is at most 25 % larger than asked.
  */
-constexpr std::size_t size_class_of(std::size_t bytes) noexcept
+[[gnu::always_inline]] constexpr std::size_t size_class_of(std::size_t bytes) noexcept
 {
   if (bytes <= 1024) { return (bytes + 255) / 256 - 1; }
   auto const power       = static_cast<std::size_t>(std::bit_width(bytes - 1) - 1);  // >= 10
@@ -48,7 +48,7 @@ constexpr std::size_t size_class_of(std::size_t bytes) noexcept
 }
 
 /** @brief The bytes of every block of size class `index`. */
-constexpr std::size_t size_class_bytes(std::size_t index) noexcept
+[[gnu::always_inline]] constexpr std::size_t size_class_bytes(std::size_t index) noexcept
 {
   if (index < 4) { return (index + 1) * 256; }
   std::size_t const power = 10 + (index - 4) / 4;
@@ -132,7 +132,7 @@ class cache_backend {
  */
 class spin_lock {
  public:
-  void lock() noexcept
+  [[gnu::always_inline]] void lock() noexcept
   {
     while (locked_.exchange(true, std::memory_order_acquire)) {
       while (locked_.load(std::memory_order_relaxed)) {
@@ -140,20 +140,32 @@ class spin_lock {
       }
     }
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  [[gnu::always_inline]] void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
  private:
   std::atomic<bool> locked_{false};
 };
 
+/** @brief Holds a `spin_lock` for its scope (the hot paths' guard, inlined like the lock). */
+class spin_lock_guard {
+ public:
+  [[gnu::always_inline]] explicit spin_lock_guard(spin_lock& l) noexcept : lock_{l} { l.lock(); }
+  spin_lock_guard(spin_lock_guard const&)            = delete;
+  spin_lock_guard& operator=(spin_lock_guard const&) = delete;
+  [[gnu::always_inline]] ~spin_lock_guard() { lock_.unlock(); }
+
+ private:
+  spin_lock& lock_;
+};
+
 /** @brief A counter written by one thread and read by any: relaxed loads and stores, no RMW. */
 class owner_counter {
  public:
-  void add(std::uint64_t n) noexcept
+  [[gnu::always_inline]] void add(std::uint64_t n) noexcept
   {
     value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
-  void sub(std::uint64_t n) noexcept
+  [[gnu::always_inline]] void sub(std::uint64_t n) noexcept
   {
     value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
@@ -259,6 +271,18 @@ class thread_cache {
   spin_lock lock;
 
   /**
+   * @brief The most recently used list, if it is that of `handle` (and `key_context`): the hot
+   * path's lookup; `list_for` does the rest. Lock held.
+   */
+  [[gnu::always_inline]] stream_list* recent(cudaStream_t handle, CUcontext key_context) noexcept
+  {
+    stream_list& l = lists_[mru_];
+    if (!matches(l, handle, key_context)) { return nullptr; }
+    l.last_use = ++tick_;
+    return &l;
+  }
+
+  /**
    * @brief The list of `handle` (and `key_context`), made if none exists: `label(list)` then sets
    * its id and context, and blocks left unproven on that stream by an exited thread or an earlier
    * list join it. When every list is taken, the least recently used one gives up its blocks into
@@ -315,7 +339,7 @@ class thread_cache {
   }
 
   /** @brief Pops a block of class `cls` from `list`, or nullptr. Lock held. */
-  void* pop(stream_list& list, std::size_t cls) noexcept
+  [[gnu::always_inline]] void* pop(stream_list& list, std::size_t cls) noexcept
   {
     bin& b = list.bins[cls];
     if (b.blocks.empty()) { return nullptr; }
@@ -335,7 +359,7 @@ class thread_cache {
   }
 
   /** @brief Pushes `ptr` of class `cls` on `list`; false when the cap leaves no room. Lock held. */
-  bool push(stream_list& list, std::size_t cls, void* ptr)
+  [[gnu::always_inline]] bool push(stream_list& list, std::size_t cls, void* ptr)
   {
     std::size_t const bytes = size_class_bytes(cls);
     if (cached_bytes_ + bytes > limits_.max_cached_bytes) { return false; }
@@ -350,7 +374,8 @@ class thread_cache {
   }
 
   /** @brief True when the next free on `list`, of class `cls`, should be followed by a fence. */
-  [[nodiscard]] bool fence_due(stream_list const& list, std::size_t cls) const noexcept
+  [[nodiscard, gnu::always_inline]] bool fence_due(stream_list const& list,
+                                                   std::size_t cls) const noexcept
   {
     std::size_t const interval =
       std::min<std::size_t>(limits_.fence_interval, 1 + list.frees / fence_ramp);
@@ -443,7 +468,7 @@ class thread_cache {
     }
   }
 
-  void count_hit() noexcept { counts_.hits.add(1); }
+  [[gnu::always_inline]] void count_hit() noexcept { counts_.hits.add(1); }
   void count_miss() noexcept { counts_.misses.add(1); }
   void count_bypass() noexcept { counts_.bypasses.add(1); }
 
@@ -800,7 +825,8 @@ inline thread_cache_table& this_thread_caches()
  * @brief The calling thread's cache for the adaptor of `registry`; nullptr once the thread's
  * table is gone (destructors of other thread-local objects running at thread exit).
  */
-inline thread_cache* local_cache(std::shared_ptr<cache_registry> const& registry)
+[[gnu::always_inline]] inline thread_cache* local_cache(
+  std::shared_ptr<cache_registry> const& registry)
 {
   if (thread_last_cache.registry == registry.get()) { return thread_last_cache.cache; }
   if (thread_caches_gone) { return nullptr; }
