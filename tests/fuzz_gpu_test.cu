@@ -807,9 +807,8 @@ TEST(FuzzGpu, RandomOperationsKeepEveryBlockIntactAndReturnEveryByte)
   std::size_t const flushed = res.cached_current.flush() + res.cached_owned.flush();
   std::size_t const rest =
     res.cached_current.synchronize_and_flush() + res.cached_owned.synchronize_and_flush();
-  std::printf("fuzz: the final flush returned %zu bytes, then %zu unfenced or unproven\n",
-              flushed,
-              rest);
+  std::printf(
+    "fuzz: the final flush returned %zu bytes, then %zu unfenced or unproven\n", flushed, rest);
   for (auto const* cache : {&res.cached_current, &res.cached_owned}) {
     EXPECT_EQ(cache->statistics().cached_bytes, 0u);
     EXPECT_EQ(cache->statistics().unproven_bytes, 0u);
