@@ -433,16 +433,7 @@ class thread_cache_adaptor
    * after their stream's last fence stay cached. Makes no call that harms a capture.
    * @return The bytes returned.
    */
-  std::size_t flush() noexcept
-  {
-    std::size_t bytes = 0;
-    {
-      std::lock_guard lock{state_->registry_->mutex};
-      bytes = state_->registry_->flush_locked();
-    }
-    state_->wait_for_releases();
-    return bytes;
-  }
+  std::size_t flush() noexcept { return returned(&detail::cache_registry::flush_locked); }
 
   /**
    * @brief Returns every cached block upstream, also those whose last use nothing proves done
@@ -454,13 +445,7 @@ class thread_cache_adaptor
    */
   std::size_t synchronize_and_flush() noexcept
   {
-    std::size_t bytes = 0;
-    {
-      std::lock_guard lock{state_->registry_->mutex};
-      bytes = state_->registry_->synchronize_and_flush_locked();
-    }
-    state_->wait_for_releases();
-    return bytes;
+    return returned(&detail::cache_registry::synchronize_and_flush_locked);
   }
 
   /** @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now. */
@@ -558,6 +543,18 @@ class thread_cache_adaptor
         state_->upstream_, stream, ptr, detail::size_class_bytes(cls), default_alignment);
     }
     state_->registry_->release(given_up);
+  }
+
+  /** @brief Runs `take` (a registry's flush) under its mutex, then waits for what it returned. */
+  std::size_t returned(std::size_t (detail::cache_registry::*take)() noexcept) noexcept
+  {
+    std::size_t bytes = 0;
+    {
+      std::lock_guard lock{state_->registry_->mutex};
+      bytes = ((*state_->registry_).*take)();
+    }
+    state_->wait_for_releases();
+    return bytes;
   }
 
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept

@@ -169,22 +169,29 @@ inline bool is_primary_context(CUcontext context, CUdevice device) noexcept
 /**
  * @brief The device of `context`, which must be the calling thread's current context (as
  * `current_context_or_null` returned it): `cuCtxGetDevice`. Cached per thread for a primary
- * context, so a thread that stays on one asks the driver once; asked each time for any other
- * context, whose address a destroyed context's successor may take on another device. -1 for null
+ * context, so a thread that stays on one asks the driver once; asked each time (one call, the
+ * primary check made once) for any other context, whose address a destroyed context's successor
+ * may take on another device. -1 for null
  * or when the driver cannot say.
  */
 inline int device_of_current_context(CUcontext context) noexcept
 {
   thread_local CUcontext cached_context{};
   thread_local int cached_device{-1};
+  thread_local CUcontext
+    not_primary{};  // found not primary: its device is asked, not checked again
   if (context == nullptr) { return -1; }
   if (context == cached_context) { return cached_device; }
   auto const fn = driver().ctx_get_device;
   CUdevice device{};
   if (fn == nullptr || fn(&device) != CUDA_SUCCESS) { return -1; }
-  if (is_primary_context(context, device)) {
-    cached_context = context;
-    cached_device  = static_cast<int>(device);
+  if (context != not_primary) {
+    if (is_primary_context(context, device)) {
+      cached_context = context;
+      cached_device  = static_cast<int>(device);
+    } else {
+      not_primary = context;
+    }
   }
   return static_cast<int>(device);
 }

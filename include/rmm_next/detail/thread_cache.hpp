@@ -74,6 +74,16 @@ struct cached_block {
   std::size_t bytes;
 };
 
+/** @brief The bytes of `blocks`. */
+inline std::size_t bytes_of(std::vector<cached_block> const& blocks) noexcept
+{
+  std::size_t bytes = 0;
+  for (cached_block const& b : blocks) {
+    bytes += b.bytes;
+  }
+  return bytes;
+}
+
 /**
  * @brief Blocks whose last uses all come before `fence`, an event recorded on their stream after
  * their frees (null where no driver exists, so no GPU work either). The batch owns the event.
@@ -555,10 +565,7 @@ class cache_registry {
   {
     taken_blocks taken;
     try {
-      for (thread_cache* cache : caches) {
-        std::lock_guard guard{cache->lock};
-        cache->take_all(taken, true);
-      }
+      take_from_caches(taken, true);
     } catch (...) {  // std::bad_alloc growing `taken`: return what was taken
     }
     return release_locked(taken);
@@ -603,10 +610,7 @@ class cache_registry {
   void park(unproven_batch&& batch) noexcept
   {
     if (batch.blocks.empty()) { return; }
-    std::size_t bytes = 0;
-    for (cached_block const& b : batch.blocks) {
-      bytes += b.bytes;
-    }
+    std::size_t const bytes = bytes_of(batch.blocks);
     std::lock_guard lock{unproven_mutex_};
     try {
       unproven_.push_back(std::move(batch));
@@ -627,10 +631,7 @@ class cache_registry {
         ++it;
         continue;
       }
-      std::size_t bytes = 0;
-      for (cached_block const& b : it->blocks) {
-        bytes += b.bytes;
-      }
+      std::size_t const bytes = bytes_of(it->blocks);
       if (out.empty()) {
         out = std::move(it->blocks);
       } else {
@@ -652,10 +653,7 @@ class cache_registry {
   {
     taken_blocks taken;
     try {
-      for (thread_cache* cache : caches) {
-        std::lock_guard guard{cache->lock};
-        cache->take_all(taken, false);
-      }
+      take_from_caches(taken, false);
       std::lock_guard lock{unproven_mutex_};
       for (unproven_batch& batch : unproven_) {
         taken.unproven.push_back(std::move(batch));
@@ -701,6 +699,16 @@ class cache_registry {
   }
 
  private:
+  /** @brief Every live cache's fenced blocks (all, unless `fenced_only`) into `taken`. `mutex`
+   * held. */
+  void take_from_caches(taken_blocks& taken, bool fenced_only)
+  {
+    for (thread_cache* cache : caches) {
+      std::lock_guard guard{cache->lock};
+      cache->take_all(taken, fenced_only);
+    }
+  }
+
   std::mutex unproven_mutex_;
   std::vector<unproven_batch> unproven_;  ///< guarded by unproven_mutex_
   std::atomic<std::size_t> unproven_bytes_{0};
