@@ -3,7 +3,9 @@
 # wheels of CUDA 13.0–13.3, with the CUDA 13 runtime headers of the installed toolkit) and the
 # CCCL 2.x of CUDA 12.6 and 12.9 (nvidia-cuda-cccl-cu12, with that CUDA's nvidia-cuda-runtime-cu12
 # headers and libcudart.so.12), with g++ and with nvcc, it
-#   - compiles every public header of rmm-next alone and tests/compat/instantiate.cpp, and
+#   - compiles every public header of rmm-next alone and tests/compat/instantiate.cpp,
+#   - expects tests/compile_fail/literal_zero_stream.cpp (a literal 0 for the stream) to fail
+#     with the message that says to pass a stream, and
 #   - builds and runs the CPU conformance tests (below: the refs, the adaptors over resources and
 #     refs, the thread cache, cuda::mr::any_resource where CCCL has it).
 # It prints one line per CCCL x compiler and exits non-zero on any failure. Before that it checks
@@ -175,7 +177,7 @@ compile() {
 # One job of the matrix (run by xargs): --job <index> <compiler> <source>. Leaves
 # $work/<label>/<name>.pass or .fail, and the output in <name>.log.
 run_job() {
-  local source=$3 name out
+  local source=$3 name out type call
   configure "$1" "$2"
   name=$(basename "$source")
   out=$work/$label
@@ -188,6 +190,20 @@ run_job() {
           >>"$out/$name.log" 2>&1 &&
         "$out/$name" >>"$out/$name.log" 2>&1; then
         touch "$out/$name.pass"
+      else
+        touch "$out/$name.fail"
+      fi
+      ;;
+    literal0:*)  # literal0:<type>:<call> of tests/compile_fail/literal_zero_stream.cpp: must fail
+      IFS=: read -r _ type call <<<"$source"
+      flags+=(-DRMM_NEXT_TYPE="$type" -DRMM_NEXT_CALL="$call")
+      if compile syntax "$root/tests/compile_fail/literal_zero_stream.cpp" /dev/null \
+        >"$out/$name.log" 2>&1; then
+        touch "$out/$name.fail"  # it compiled
+      elif grep -q "takes the stream first: pass a cudaStream_t or cuda::stream_ref" \
+        "$out/$name.log" || { ((type >= 6)) &&
+        grep -Eq "stream_ref::stream_ref\((int|.*nullptr_t)\)|no member.*allocate" "$out/$name.log"; }; then
+        touch "$out/$name.pass"  # rmm-next's message, or CCCL's own refusal for CCCL's refs
       else
         touch "$out/$name.fail"
       fi
@@ -255,10 +271,15 @@ for header in "$root"/include/rmm_next/*.hpp; do
   printf '#include <rmm_next/%s.hpp>\n' "$name" >"$work/$name.cpp"
   headers+=("$work/$name.cpp")
 done
+# A literal 0 for the stream must not compile (tests/compile_fail/literal_zero_stream.cpp; its
+# CMake tests cover every type and call with this toolkit's CCCL): allocate(0, 256) on a resource
+# and on a stream-ordered ref, deallocate(0, p, 256) on an adaptor.
+literal0=(literal0:1:1 literal0:5:3 literal0:6:1)
 for index in "${!cccls[@]}"; do
   for compiler in "${compilers[@]}"; do
     # The slowest first, so that the two queues end together.
-    for source in "${tests[@]}" "$root/tests/compat/instantiate.cpp" "${headers[@]}"; do
+    for source in "${tests[@]}" "$root/tests/compat/instantiate.cpp" "${literal0[@]}" \
+      "${headers[@]}"; do
       echo "$index $compiler $source"
     done
   done
@@ -285,10 +306,10 @@ for index in "${!cccls[@]}"; do
     [[ $compiler == nvcc ]] && shown=$nvcc_version || shown=$gxx_version
     cases=$(cat "$out"/*.log 2>/dev/null | awk '/^\[  PASSED  \] [0-9]+ test/{n += $4} END{print n+0}')
     [[ $runtime == toolkit ]] && with="CUDA 13 runtime" || with="CUDA ${runtime#*==}"
-    line=$(printf 'CCCL %-7s %-12s headers %s  instantiate %s  tests %s (%s cases)  [%s, %s]' \
+    line=$(printf 'CCCL %-7s %-12s headers %s  instantiate %s  tests %s (%s cases)  literal 0 refused %s  [%s, %s]' \
       "${version_of[$label]}" "$shown" "$(summary "$out" "${headers[@]}")" \
-      "$(summary "$out" instantiate.cpp)" "$(summary "$out" "${tests[@]}")" "$cases" "$wheel" \
-      "${with%.*}")
+      "$(summary "$out" instantiate.cpp)" "$(summary "$out" "${tests[@]}")" "$cases" \
+      "$(summary "$out" "${literal0[@]}")" "$wheel" "${with%.*}")
     if compgen -G "$out/*.fail" >/dev/null; then
       echo "FAIL  $line"
       failed=1

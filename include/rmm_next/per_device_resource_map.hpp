@@ -6,7 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
-#include <rmm_next/detail/cccl30_members.hpp>
+#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/error_macros.hpp>
@@ -314,7 +314,7 @@ class per_device_resource_map {
    * (through the map, as a read would) and every call forwards to it. What `set` and `reset`
    * return for a device that had no ref yet, so that they need not make it.
    */
-  class stand_in : public detail::cccl30_members<stand_in> {
+  class stand_in : public detail::compat_members<stand_in> {
    public:
     stand_in(per_device_resource_map const* map, int device) noexcept : map_{map}, device_{device}
     {
@@ -349,9 +349,10 @@ class per_device_resource_map {
         detail::stream_deallocate(target, stream, ptr, bytes, alignment);
       }
     }
-    /// CCCL 3.0's names of the members above.
-    using detail::cccl30_members<stand_in>::allocate;
-    using detail::cccl30_members<stand_in>::deallocate;
+    /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members
+    /// above.
+    using detail::compat_members<stand_in>::allocate;
+    using detail::compat_members<stand_in>::deallocate;
 
     friend bool operator==(stand_in const& lhs, stand_in const& rhs) noexcept
     {

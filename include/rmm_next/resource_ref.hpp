@@ -7,6 +7,7 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <cstddef>
@@ -63,7 +64,7 @@ inline constexpr bool is_async_cccl_ref<cuda::mr::async_resource_ref<Properties.
  * and later do not have them, so code using them would break when CCCL is upgraded.
  */
 template <class CcclRef>
-class ref_adaptor : public CcclRef {
+class ref_adaptor : public CcclRef, public stream_first {
  public:
   /** @brief Binds to `resource`, which must outlive the ref. */
   template <class Resource>
@@ -89,6 +90,9 @@ class ref_adaptor : public CcclRef {
   ref_adaptor& operator=(ref_adaptor const&) noexcept = default;
 
   // `allocate` and `deallocate` below hide CCCL 3.0's synchronous overloads; these hide the rest.
+  // A literal 0 for the stream is a compile error that says what to pass (`stream_first`).
+  using stream_first::allocate;
+  using stream_first::deallocate;
   template <class... Args>
   void* allocate_async(Args&&...) = delete;  ///< CCCL 3.0 only: use `allocate(stream, ...)`
   template <class... Args>

@@ -8,7 +8,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/cccl30_members.hpp>
+#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
@@ -133,7 +133,7 @@ struct statistics_adaptor_nvtx;
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI statistics_adaptor
   : public cuda::forward_property<statistics_adaptor<Upstream>, Upstream>,
-    public detail::cccl30_members<statistics_adaptor<Upstream>> {
+    public detail::compat_members<statistics_adaptor<Upstream>> {
  public:
   /** @brief Counts what goes to `upstream`, from zero. */
   template <detail::upstream_argument<statistics_adaptor, Upstream> Arg = Upstream>
@@ -194,9 +194,9 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
     detail::sync_deallocate(upstream_, ptr, bytes, alignment);
   }
 
-  /// CCCL 3.0's names of the members above.
-  using detail::cccl30_members<statistics_adaptor<Upstream>>::allocate;
-  using detail::cccl30_members<statistics_adaptor<Upstream>>::deallocate;
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
+  using detail::compat_members<statistics_adaptor<Upstream>>::allocate;
+  using detail::compat_members<statistics_adaptor<Upstream>>::deallocate;
 
   /** @brief The counters now: bytes and allocations, each current, peak and total. */
   [[nodiscard]] allocation_statistics statistics() const noexcept { return counters_->snapshot(); }

@@ -9,7 +9,7 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/cccl30_members.hpp>
+#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -307,7 +307,7 @@ template <class Upstream>
   requires detail::stream_ordered_upstream<Upstream>
 class thread_cache_adaptor
   : public cuda::forward_property<thread_cache_adaptor<Upstream>, Upstream>,
-    public detail::cccl30_members<thread_cache_adaptor<Upstream>> {
+    public detail::compat_members<thread_cache_adaptor<Upstream>> {
  public:
   /**
    * @brief Caches in front of `upstream`, with the limits of `options`.
@@ -423,9 +423,9 @@ class thread_cache_adaptor
     detail::sync_deallocate(state_->upstream_, ptr, bytes, alignment);
   }
 
-  /// CCCL 3.0's names of the members above.
-  using detail::cccl30_members<thread_cache_adaptor<Upstream>>::allocate;
-  using detail::cccl30_members<thread_cache_adaptor<Upstream>>::deallocate;
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
+  using detail::compat_members<thread_cache_adaptor<Upstream>>::allocate;
+  using detail::compat_members<thread_cache_adaptor<Upstream>>::deallocate;
 
   /**
    * @brief Returns every thread's fenced blocks upstream now, and waits on the host until the

@@ -87,6 +87,76 @@ static_assert(
 
 cuda::stream_ref const no_stream{cudaStream_t{}};
 
+// A literal 0 (or nullptr) in the stream's place does not compile: either no overload takes it
+// (CCCL 3.1 and later refuse int and nullptr as a cuda::stream_ref, and CCCL's own refs have
+// nothing else), or the call picks rmm-next's overload whose body is a static_assert that says to
+// pass a stream (tests/compile_fail/literal_zero_stream.cpp builds those calls and reads the
+// message). Never a synchronous allocation of 0 bytes, as CCCL 3.0's allocate(bytes, alignment)
+// would make of it.
+template <class T>
+concept not_the_refusal = !std::is_same_v<T, detail::literal_stream_call>;
+
+template <class R>
+concept compiles_with_literal_stream = requires(R& r) {
+  { r.allocate(0, 256) } -> not_the_refusal;
+} || requires(R& r) {
+  { r.allocate(0, 1024) } -> not_the_refusal;
+} || requires(R& r) {
+  { r.allocate(0U, 256) } -> not_the_refusal;
+} || requires(R& r) {
+  { r.allocate(nullptr, 256) } -> not_the_refusal;
+} || requires(R& r) {
+  { r.allocate(0, 256, 256) } -> not_the_refusal;
+} || requires(R& r, void* p) {
+  { r.deallocate(0, p, 256) } -> not_the_refusal;
+} || requires(R& r, void* p) {
+  { r.deallocate(nullptr, p, 256, 256) } -> not_the_refusal;
+};
+
+/** A resource with only CCCL 3.0's synchronous names: the check sees that its call compiles. */
+struct cccl30_synchronous_only {
+  void* allocate(std::size_t, std::size_t) { return nullptr; }
+  void deallocate(void*, std::size_t, std::size_t) noexcept {}
+};
+static_assert(compiles_with_literal_stream<cccl30_synchronous_only>);
+
+static_assert(!compiles_with_literal_stream<async_device_resource>);
+static_assert(!compiles_with_literal_stream<async_managed_resource>);
+static_assert(!compiles_with_literal_stream<async_pinned_resource>);
+static_assert(!compiles_with_literal_stream<statistics_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<statistics_adaptor<device_async_resource_ref>>);
+static_assert(!compiles_with_literal_stream<statistics_adaptor<fake_resource>>);
+static_assert(!compiles_with_literal_stream<thread_cache_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<thread_cache_adaptor<device_async_resource_ref>>);
+static_assert(!compiles_with_literal_stream<device_async_resource_ref>);
+static_assert(!compiles_with_literal_stream<host_device_async_resource_ref>);
+static_assert(!compiles_with_literal_stream<host_async_resource_ref>);
+static_assert(!compiles_with_literal_stream<device_resource_ref>);
+static_assert(!compiles_with_literal_stream<host_device_resource_ref>);
+static_assert(!compiles_with_literal_stream<host_resource_ref>);
+
+// The size type itself stays what it is: CCCL 3.0's synchronous allocate(bytes, alignment), which
+// CCCL 3.0's concepts require, and nothing from CCCL 3.1 on.
+template <class R>
+concept has_cccl30_sync_allocate = requires(R& r, std::size_t n) {
+  { r.allocate(n, n) } -> std::same_as<void*>;
+};
+template <class R>
+concept has_cccl30_async_allocate = requires(R& r, std::size_t n, cuda::stream_ref s) {
+  { r.allocate_async(n, n, s) } -> std::same_as<void*>;
+};
+#if RMM_NEXT_CCCL_STREAM_ORDERED_MR
+static_assert(!has_cccl30_sync_allocate<async_device_resource>);
+static_assert(!has_cccl30_async_allocate<async_device_resource>);
+static_assert(!has_cccl30_sync_allocate<statistics_adaptor<async_pinned_resource>>);
+static_assert(!has_cccl30_async_allocate<thread_cache_adaptor<async_device_resource>>);
+#else
+static_assert(has_cccl30_sync_allocate<async_device_resource>);
+static_assert(has_cccl30_async_allocate<async_device_resource>);
+static_assert(has_cccl30_sync_allocate<statistics_adaptor<async_pinned_resource>>);
+static_assert(has_cccl30_async_allocate<thread_cache_adaptor<async_device_resource>>);
+#endif
+
 TEST(conformance, refs_bind_to_an_adaptor_over_a_ref)
 {
   fake_resource upstream;

@@ -17,10 +17,12 @@ void use(Resource& r, cudaStream_t stream)
   r.deallocate(stream, p, 64, 256);
   p = r.allocate_sync(64, 8);
   r.deallocate_sync(p, 64, 8);
-  p = r.allocate(64, 256);  // CCCL 3.0 names
+#if !RMM_NEXT_CCCL_STREAM_ORDERED_MR
+  p = r.allocate(std::size_t{64}, 256);  // CCCL 3.0 names, where its concepts require them
   r.deallocate(p, 64, 256);
   p = r.allocate_async(64, 256, stream);
   r.deallocate_async(p, 64, 256, stream);
+#endif
   [[maybe_unused]] bool const same = r == Resource{r};
   [[maybe_unused]] auto stats      = r.statistics();
   [[maybe_unused]] auto pool       = r.pool_handle();

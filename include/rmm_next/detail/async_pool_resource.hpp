@@ -6,6 +6,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/device_resolution.hpp>
 #include <rmm_next/detail/driver_api.hpp>
@@ -119,7 +120,7 @@ constexpr bool is_valid_alignment(std::size_t alignment) noexcept
  * and frees are NVTX ranges, and each allocation is named for tools (see detail/nvtx.hpp).
  */
 template <class Derived>
-class RMM_NEXT_NVTX_ABI async_pool_resource {
+class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
  public:
   /** @brief The current pool of the current device. */
   async_pool_resource() : async_pool_resource(current_pool{}) {}
@@ -224,44 +225,10 @@ class RMM_NEXT_NVTX_ABI async_pool_resource {
     deallocate(state_->stream(), ptr, bytes, alignment);
   }
 
-  /// @name CCCL 3.0 interface (`cuda::mr::resource` / `async_resource` of CCCL before 3.1)
-  /// @{
-  /** @brief Same as `allocate_sync`. */
-  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment = default_alignment)
-  {
-    return allocate_sync(bytes, alignment);
-  }
-  /** @brief Same as `deallocate_sync`. */
-  void deallocate(void* ptr, std::size_t bytes, std::size_t alignment = default_alignment) noexcept
-  {
-    deallocate_sync(ptr, bytes, alignment);
-  }
-  /** @brief Same as `allocate(stream, bytes, alignment)`. */
-  [[nodiscard]] void* allocate_async(std::size_t bytes,
-                                     std::size_t alignment,
-                                     cuda::stream_ref stream)
-  {
-    return allocate(stream, bytes, alignment);
-  }
-  /** @brief Same as `allocate(stream, bytes)`. */
-  [[nodiscard]] void* allocate_async(std::size_t bytes, cuda::stream_ref stream)
-  {
-    return allocate(stream, bytes);
-  }
-  /** @brief Same as `deallocate(stream, ptr, bytes, alignment)`. */
-  void deallocate_async(void* ptr,
-                        std::size_t bytes,
-                        std::size_t alignment,
-                        cuda::stream_ref stream) noexcept
-  {
-    deallocate(stream, ptr, bytes, alignment);
-  }
-  /** @brief Same as `deallocate(stream, ptr, bytes)`. */
-  void deallocate_async(void* ptr, std::size_t bytes, cuda::stream_ref stream) noexcept
-  {
-    deallocate(stream, ptr, bytes);
-  }
-  /// @}
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members
+  /// above (`cuda::mr::resource` / `async_resource` of CCCL 3.0 require them).
+  using compat_members<Derived>::allocate;
+  using compat_members<Derived>::deallocate;
 
   /** @brief The driver pool this resource allocates from. */
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept { return pool_; }

@@ -21,7 +21,7 @@
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
 // Which member names `R` has, one concept per spelling. Only the calls below and
-// `cccl30_members` (which adds the names a class lacks) ask about a spelling; everything else asks
+// `compat_members` (which adds the names a class lacks) ask about a spelling; everything else asks
 // `stream_ordered_upstream` / `synchronous_upstream` (either spelling), or, for conformance to the
 // CCCL in use, `stream_ordered_resource_with` / `synchronous_resource_with` (detail/cccl.hpp).
 
