@@ -13,8 +13,8 @@ group runs some of them (every recipe belongs to one group, and every group's re
                     a fresh copy, then `find-package` against each prefix and the build tree
   add-subdirectory  `add-subdirectory`, with the copy as third_party/rmm-next
   fetchcontent      `fetchcontent`, from a git repository of the copy (file://, its commit)
-  cpm               `cpm`, the same; needs CPM.cmake from $RMM_NEXT_CPM_CMAKE (.ci/run downloads
-                    it), else exits 77 (skipped), with the reason in $RMM_NEXT_SKIPPED_LOG
+  cpm               `cpm`, the same; needs CPM.cmake from $RMM_NEXT_CPM_CMAKE (CI has none),
+                    else exits 77 (skipped), with the reason in $RMM_NEXT_SKIPPED_LOG
 
 The copy is the checkout's tracked and untracked, not ignored, files as they are now. What the
 recipes leave for the reader to fill in is replaced: /opt/rmm-next by a prefix under the work
@@ -218,7 +218,7 @@ class Runner:
         cpm = os.environ.get("RMM_NEXT_CPM_CMAKE")
         if not cpm or not pathlib.Path(cpm).is_file():
             skip("docs_recipes.cpm: CPM.cmake not found (set RMM_NEXT_CPM_CMAKE to its path; "
-                 ".ci/run downloads it)")
+                 "CI has no copy: it reaches no GitHub)")
 
         def add_cpm(project):
             (project / "cmake").mkdir()
