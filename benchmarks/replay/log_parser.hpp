@@ -378,7 +378,7 @@ class event_gate {
   {
     if (s.wait_for == none) { return; }
     std::atomic<int> const& flag = done_[s.wait_for];
-    for (int spin = 0; spin < 256; ++spin) {
+    for (int spin = 0; spin < 1024; ++spin) {
       if (flag.load(std::memory_order_acquire) != 0) { return; }
     }
     while (flag.load(std::memory_order_acquire) == 0) {

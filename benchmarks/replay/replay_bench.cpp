@@ -26,7 +26,8 @@
 // allocated are not replayed (counted on stderr); blocks the log never frees are freed after
 // the timed replay.
 //
-// One replay per run (Iterations(1), real time); --benchmark_repetitions=N for more. Each run
+// One replay per run (Iterations(1)); --benchmark_repetitions=N for more. Time: the wall time of
+// the replay, from the threads' common start to the end of the last thread's events. Each run
 // makes its resource afresh (driver pools: the current pool trimmed and its high-water marks
 // reset) and destroys it after. Counters of replay/<resource>/<order>/...:
 //   peak_in_use_bytes    the largest sum of live block sizes during the replay
@@ -68,7 +69,7 @@
 namespace rmm_next_bench::replay {
 namespace {
 
-// ---- rmm-next's resources ----------------------------------------------------------------------
+// ---- rmm-next's resources -----------------------------------------------------------------------
 
 /** @brief async_device_resource on the current pool (trimmed, marks reset) or an owned pool. */
 class driver_pool_resource : public resource_calls<rmm_next::async_device_resource> {
@@ -123,8 +124,7 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
                                           "rmm_next::thread_cache_adaptor over async_device_owned",
                                           &make_over_pool<thread_cache_resource, true>}};
 
-// ---- The replay
-// ----------------------------------------------------------------------------------
+// ---- The replay ---------------------------------------------------------------------------------
 
 /** @brief The stream standing for logged stream value `logged`. */
 class stream_map {
@@ -284,16 +284,17 @@ void run(benchmark::State& bench_state, replay_benchmark* b)
   }
   for (auto _ : bench_state) {
     b->replay_thread(thread);
+    // Inside the timed loop: every thread's time is the whole replay's (Google Benchmark reports
+    // the mean of the threads' real times), not the time until its own last event.
+    b->barrier.arrive_and_wait();
   }
-  b->barrier.arrive_and_wait();  // every thread's replay is over
-  if (thread == 0) { b->end_run(bench_state); }
+  if (thread == 0) { b->end_run(bench_state); }  // every thread's replay is over
   b->barrier.arrive_and_wait();
   if (!b->state->error.empty()) { bench_state.SkipWithError(b->state->error.c_str()); }
   b->barrier.arrive_and_wait();  // the error is read by all before the next run replaces it
 }
 
-// ---- Options
-// --------------------------------------------------------------------------------------
+// ---- Options ------------------------------------------------------------------------------------
 
 struct options {
   std::string log;
@@ -470,6 +471,11 @@ int replay_main(int argc, char** argv)
   benchmark::AddCustomContext("replay_order", name_of(opts.ordering));
 
   stream_map const streams{log_plan.streams};
+  std::fprintf(stderr,
+               "replay: %zu logged streams replayed on %zu streams created for the replay and "
+               "the default streams\n",
+               log_plan.streams.size(),
+               streams.created());
   std::vector<std::unique_ptr<replay_benchmark>> benchmarks;
   for (auto const& kind : kinds) {
     benchmarks.push_back(std::make_unique<replay_benchmark>(&log_plan, &streams, kind, device));
