@@ -91,6 +91,10 @@ for r in "${resources[@]}"; do
     status=1
   elif [[ -s $json.tmp ]]; then
     mv "$json.tmp" "$json"
+    # Unlike run_all.sh, a debug Google Benchmark is accepted: it runs one iteration per replay.
+    if grep -q '"library_build_type": "debug"' "$json"; then
+      echo "run_replay.sh: note: $r ran with a debug build of Google Benchmark" >&2
+    fi
   else  # exit 0 without results: the program skipped (no device); its log says why
     rm -f "$json.tmp"
     echo "run_replay.sh: $r skipped: $(tail -1 "$out_dir/replay_${name}_$r.log")" >&2
