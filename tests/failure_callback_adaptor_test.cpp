@@ -378,10 +378,10 @@ TEST(failure_callback_adaptor, CopiesShareTheCallback)
 
   // Through a ref, as libraries hold it.
   device_async_resource_ref ref{a};
-  EXPECT_THROW((void)ref.allocate(stream_a(), 64), out_of_memory);
+  EXPECT_THROW((void)ref.allocate(stream_a(), 64, default_alignment), out_of_memory);
   EXPECT_EQ(r.calls->size(), 4U);
-  void* p = ref.allocate(stream_a(), 8);
-  ref.deallocate(stream_a(), p, 8);
+  void* p = ref.allocate(stream_a(), 8, default_alignment);
+  ref.deallocate(stream_a(), p, 8, default_alignment);
   EXPECT_EQ(upstream.used(), 0U);
 }
 

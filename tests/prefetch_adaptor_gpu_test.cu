@@ -121,13 +121,13 @@ TEST_F(prefetch_adaptor_gpu_test, ThroughRefsAndFromThreads)
       stream_guard const guard;
       cudaStream_t const stream = guard;
       for (int i = 0; i < rounds; ++i) {
-        auto* p = static_cast<std::uint32_t*>(ref.allocate(stream, bytes));
+        auto* p = static_cast<std::uint32_t*>(ref.allocate(stream, bytes, default_alignment));
         fill_kernel<<<grid_for(words), block_size, 0, stream>>>(p, words, 7U);
         ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
         if (last_prefetch_location(p, bytes) != 0 || p[words - 1] != pattern(words - 1, 7U)) {
           ++wrong[t];
         }
-        ref.deallocate(stream, p, bytes);
+        ref.deallocate(stream, p, bytes, default_alignment);
       }
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     });

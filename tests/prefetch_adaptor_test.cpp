@@ -450,9 +450,9 @@ TEST_F(prefetch_adaptor_test, ThroughARef)
   managed_resource upstream;
   adaptor a{upstream, 0};
   host_device_async_resource_ref ref{a};
-  void* p = ref.allocate(stream(2), 512);
+  void* p = ref.allocate(stream(2), 512, default_alignment);
   EXPECT_EQ(fake::prefetches(), (std::vector<fake::prefetch>{{p, 512, 0, stream(2)}}));
-  ref.deallocate(stream(2), p, 512);
+  ref.deallocate(stream(2), p, 512, default_alignment);
 
   // And over one: the ref hides the memory's kind, the probe finds it.
   prefetch_adaptor<device_async_resource_ref> over{device_async_resource_ref{upstream}, 0};
