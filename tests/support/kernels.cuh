@@ -97,4 +97,28 @@ inline unsigned int grid_for(std::size_t n) noexcept
 /** @brief Threads per block of the grid-stride launches. */
 inline constexpr unsigned int block_size = 256;
 
+/**
+ * @brief The number of `i < n` with `in[i] != pattern(i, seed)`, counted by a kernel on `stream`
+ * and waited for; ~0 when a CUDA call fails.
+ */
+template <class T>
+unsigned long long count_mismatches(T const* in,
+                                    std::size_t n,
+                                    std::uint32_t seed,
+                                    cudaStream_t stream)
+{
+  unsigned long long* d = nullptr;
+  if (cudaMallocAsync(&d, sizeof(*d), stream) != cudaSuccess) { return ~0ULL; }
+  unsigned long long result = ~0ULL;
+  bool ok                   = cudaMemsetAsync(d, 0, sizeof(*d), stream) == cudaSuccess;
+  if (ok) {
+    count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(in, n, seed, d);
+    ok = cudaGetLastError() == cudaSuccess &&
+         cudaMemcpyAsync(&result, d, sizeof(*d), cudaMemcpyDeviceToHost, stream) == cudaSuccess;
+  }
+  ok = cudaFreeAsync(d, stream) == cudaSuccess && ok;
+  ok = cudaStreamSynchronize(stream) == cudaSuccess && ok;
+  return ok ? result : ~0ULL;
+}
+
 }  // namespace rmm_next::test

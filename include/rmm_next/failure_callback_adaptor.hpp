@@ -1,0 +1,156 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
+#include <rmm_next/detail/upstream_passthrough.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+
+/**
+ * @brief What a `failure_callback_adaptor` calls when its upstream runs out of memory:
+ * `bool(bytes, stream, attempt)`.
+ *
+ * `bytes` is the size asked for, `stream` the stream of the allocation (the default stream,
+ * `cuda::stream_ref{cudaStream_t{}}`, for `allocate_sync`) and `attempt` the number of failed
+ * attempts of this allocation so far (1 at the first failure). Returning true retries the
+ * allocation; false lets the `out_of_memory` go to the caller.
+ */
+using failure_callback = std::function<bool(std::size_t, cuda::stream_ref, std::size_t)>;
+
+/**
+ * @brief Calls a callback when `Upstream` throws `out_of_memory`, and retries the allocation while
+ * the callback returns true: the hook for spilling on out-of-memory (cuDF, Spark RAPIDS).
+ *
+ * `Upstream` is a resource (held by copy) or a resource ref (the resource it refers to must outlive
+ * the adaptor). The adaptor offers what the upstream offers (stream-ordered and/or synchronous
+ * members, the CCCL 3.0 names, every property), so it binds to the same ref types.
+ *
+ * - Only `out_of_memory` (and types derived from it) calls the callback; every other exception,
+ *   `bad_alloc` for a bad alignment included, goes to the caller unchanged, at once.
+ * - When the callback returns false, the upstream's last `out_of_memory` is rethrown: the same
+ *   object, type and message.
+ * - An exception thrown by the callback goes to the caller in place of the `out_of_memory`.
+ * - The callback runs on the allocating thread, with no lock of the adaptor held, so it may free
+ *   memory through this adaptor or a copy of it (spill) and other threads keep allocating. It may
+ *   run on several threads at once: it must be thread-safe. It decides when to stop: one that
+ *   always returns true retries for ever.
+ *
+ * Copies share the callback (and compare equal); deallocation passes straight to the upstream.
+ */
+template <class Upstream>
+class failure_callback_adaptor
+  : public cuda::forward_property<failure_callback_adaptor<Upstream>, Upstream>,
+    public detail::compat_members<failure_callback_adaptor<Upstream>>,
+    public detail::upstream_passthrough<Upstream> {
+ public:
+  /**
+   * @brief Allocates from `upstream`, calling `callback` on its out-of-memory failures.
+   * @throws rmm_next::logic_error when `callback` is empty.
+   */
+  template <detail::upstream_argument<failure_callback_adaptor, Upstream> Arg = Upstream>
+  failure_callback_adaptor(Arg&& upstream, failure_callback callback)
+    : detail::upstream_passthrough<Upstream>(std::forward<Arg>(upstream)),
+      callback_{std::make_shared<failure_callback const>(std::move(callback))}
+  {
+    if (!*callback_) {
+      detail::throw_error<logic_error>("failure_callback_adaptor",
+                                       "the callback is empty; pass a callable "
+                                       "bool(std::size_t bytes, cuda::stream_ref stream, "
+                                       "std::size_t attempt)");
+    }
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream in the order of `stream`; on `out_of_memory`, calls
+   * the callback with `stream` and retries while it returns true.
+   * @throws out_of_memory (the upstream's last) when the callback returns false; whatever else the
+   * upstream or the callback throws.
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    return with_retries(bytes, stream, [&] {
+      return detail::stream_allocate(this->mutable_upstream(), stream, bytes, alignment);
+    });
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream synchronously; on `out_of_memory`, calls the
+   * callback with the default stream, `cuda::stream_ref{cudaStream_t{}}`, and retries while it
+   * returns true.
+   * @throws as `allocate`.
+   */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    return with_retries(bytes, cuda::stream_ref{cudaStream_t{}}, [&] {
+      return detail::sync_allocate(this->mutable_upstream(), bytes, alignment);
+    });
+  }
+
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
+  using detail::compat_members<failure_callback_adaptor<Upstream>>::allocate;
+  using detail::compat_members<failure_callback_adaptor<Upstream>>::deallocate;
+  /// Frees pass straight to the upstream.
+  using detail::upstream_passthrough<Upstream>::deallocate;
+
+  /** @brief True when both share the callback, i.e. one is a copy of the other. */
+  friend bool operator==(failure_callback_adaptor const& lhs,
+                         failure_callback_adaptor const& rhs) noexcept
+  {
+    return lhs.callback_ == rhs.callback_;
+  }
+
+ private:
+  /** @brief `allocate()`, called again after each `out_of_memory` the callback answers true. */
+  template <class Allocate>
+  void* with_retries(std::size_t bytes, cuda::stream_ref stream, Allocate allocate)
+  {
+    for (std::size_t attempt = 1;; ++attempt) {
+      try {
+        return allocate();
+      } catch (out_of_memory const&) {
+        if (!(*callback_)(bytes, stream, attempt)) { throw; }
+      }
+    }
+  }
+
+  std::shared_ptr<failure_callback const> callback_;
+};
+
+/** @brief `failure_callback_adaptor{upstream, callback}` holds a copy of `upstream`. */
+template <class Upstream, class Callback>
+failure_callback_adaptor(Upstream, Callback) -> failure_callback_adaptor<Upstream>;
+
+static_assert(
+  detail::stream_ordered_resource_with<failure_callback_adaptor<device_async_resource_ref>,
+                                       cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<failure_callback_adaptor<device_resource_ref>,
+                                                cuda::mr::device_accessible>);
+static_assert(std::is_constructible_v<device_async_resource_ref,
+                                      failure_callback_adaptor<device_async_resource_ref>&>);
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

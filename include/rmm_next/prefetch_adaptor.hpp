@@ -1,0 +1,268 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
+#include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/error_macros.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
+#include <rmm_next/detail/upstream_passthrough.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
+
+/** @brief `cudaMemPrefetchAsync` of `[ptr, ptr + bytes)` to `device`, in either CUDA's spelling. */
+inline cudaError_t prefetch_to_device(void const* ptr,
+                                      std::size_t bytes,
+                                      int device,
+                                      cudaStream_t stream) noexcept
+{
+#if CUDART_VERSION >= 13000
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  location.id   = device;
+  return cudaMemPrefetchAsync(ptr, bytes, location, 0, stream);
+#else
+  return cudaMemPrefetchAsync(ptr, bytes, device, stream);
+#endif
+}
+
+/** @brief What memory of `type` is, for messages. */
+constexpr char const* memory_type_name(cudaMemoryType type) noexcept
+{
+  switch (type) {
+    case cudaMemoryTypeDevice: return "device memory";
+    case cudaMemoryTypeHost: return "pinned host memory";
+    case cudaMemoryTypeManaged: return "managed memory";
+    default: return "host memory unknown to CUDA";
+  }
+}
+
+/**
+ * @brief What the copies of one `prefetch_adaptor` share: the device it prefetches to and a
+ * non-blocking stream of that device, on which `allocate_sync` prefetches and waits.
+ */
+class prefetch_state {
+ public:
+  /** @brief Checks that `device` exists and can take prefetches, and makes the stream. */
+  explicit prefetch_state(int device) : device_{checked_device(device, "prefetch_adaptor")}
+  {
+    int concurrent{};
+    RMM_NEXT_CUDA_TRY(
+      cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, device_),
+      "prefetch_adaptor");
+    if (concurrent == 0) {
+      throw_error<not_supported>("prefetch_adaptor",
+                                 "prefetching managed memory needs a device with "
+                                 "cudaDevAttrConcurrentManagedAccess; device " +
+                                   std::to_string(device_) +
+                                   " reports 0; allocate without the adaptor on this device");
+    }
+    device_guard const guard{device_};
+    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                      "prefetch_adaptor");
+    watch_runtime_teardown();
+  }
+
+  prefetch_state(prefetch_state const&)            = delete;
+  prefetch_state& operator=(prefetch_state const&) = delete;
+
+  ~prefetch_state()
+  {
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    device_guard const on_device{device_, std::nothrow};
+    if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
+      report_release_failure(s, "cudaStreamDestroy");
+    }
+  }
+
+  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+
+ private:
+  int device_;
+  cudaStream_t stream_{};
+};
+
+}  // namespace detail
+
+/**
+ * @brief Prefetches every allocation of `Upstream` to a device (`cudaMemPrefetchAsync`), so that
+ * kernels find managed memory there instead of faulting it in page by page. Meant for
+ * `async_managed_resource`.
+ *
+ * `Upstream` is a resource (held by copy) or a resource ref (the resource it refers to must outlive
+ * the adaptor). The adaptor offers what the upstream offers (stream-ordered and/or synchronous
+ * members, the CCCL 3.0 names, every property), so it binds to the same ref types.
+ *
+ * - `allocate(stream, ...)` prefetches the new block on `stream`, after the allocation in stream
+ *   order, and does not wait.
+ * - `allocate_sync` prefetches on a non-blocking stream of the adaptor's own and waits for that
+ *   prefetch only (never for the device or other streams): the pages are on the device when it
+ *   returns.
+ * - A prefetch that fails frees the block again and throws `cuda_error`: no allocation is lost
+ *   and none comes back unprefetched.
+ *
+ * The adaptor checks at construction, at run time, what it would otherwise find only at the
+ * first prefetch: a ref hides which memory a resource hands out, and pinned memory, host- and
+ * device-accessible like managed memory, cannot be prefetched. Copies share the device and the
+ * stream (and compare equal). Thread-safe; deallocation passes straight to the upstream.
+ */
+template <class Upstream>
+class prefetch_adaptor : public cuda::forward_property<prefetch_adaptor<Upstream>, Upstream>,
+                         public detail::compat_members<prefetch_adaptor<Upstream>>,
+                         public detail::upstream_passthrough<Upstream> {
+ public:
+  /**
+   * @brief Prefetches what `upstream` allocates to `device`.
+   *
+   * Allocates and frees one block of 256 bytes from `upstream` to learn which memory it hands out.
+   * @throws std::out_of_range when `device` is not a visible device.
+   * @throws not_supported when `device` has no `cudaDevAttrConcurrentManagedAccess`, or the
+   * upstream's memory is not managed memory (device, pinned or other host memory).
+   * @throws cuda_error when a CUDA call fails (no driver or device, ...).
+   */
+  template <detail::upstream_argument<prefetch_adaptor, Upstream> Arg = Upstream>
+  prefetch_adaptor(Arg&& upstream, int device)
+    : detail::upstream_passthrough<Upstream>(std::forward<Arg>(upstream)),
+      state_{std::make_shared<detail::prefetch_state>(device)}
+  {
+    check_managed();
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream in the order of `stream` and prefetches them to the
+   * device on `stream`.
+   * @throws cuda_error when the prefetch fails (the block is freed again); whatever the upstream
+   * throws.
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    void* ptr = detail::stream_allocate(this->mutable_upstream(), stream, bytes, alignment);
+    if (ptr != nullptr) {
+      if (cudaError_t const s = detail::prefetch_to_device(ptr, bytes, device(), stream.get());
+          s != cudaSuccess) {
+        (void)cudaGetLastError();
+        this->deallocate(stream, ptr, bytes, alignment);
+        detail::throw_cuda_error(s, "cudaMemPrefetchAsync", "prefetch_adaptor");
+      }
+    }
+    return ptr;
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream synchronously, prefetches them to the device on the
+   * adaptor's stream and waits for that prefetch.
+   * @throws cuda_error when the prefetch fails (the block is freed again); whatever the upstream
+   * throws.
+   */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    void* ptr = detail::sync_allocate(this->mutable_upstream(), bytes, alignment);
+    if (ptr != nullptr) {
+      cudaStream_t const stream = state_->stream();
+      char const* call          = "cudaMemPrefetchAsync";
+      cudaError_t s             = detail::prefetch_to_device(ptr, bytes, device(), stream);
+      if (s == cudaSuccess) {
+        call = "cudaStreamSynchronize";
+        s    = cudaStreamSynchronize(stream);
+      }
+      if (s != cudaSuccess) {
+        (void)cudaGetLastError();
+        this->deallocate_sync(ptr, bytes, alignment);
+        detail::throw_cuda_error(s, call, "prefetch_adaptor");
+      }
+    }
+    return ptr;
+  }
+
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
+  using detail::compat_members<prefetch_adaptor<Upstream>>::allocate;
+  using detail::compat_members<prefetch_adaptor<Upstream>>::deallocate;
+  /// Frees pass straight to the upstream.
+  using detail::upstream_passthrough<Upstream>::deallocate;
+
+  /** @brief The device the adaptor prefetches to. */
+  [[nodiscard]] int device() const noexcept { return state_->device(); }
+
+  /** @brief True when both share their state, i.e. one is a copy of the other. */
+  friend bool operator==(prefetch_adaptor const& lhs, prefetch_adaptor const& rhs) noexcept
+  {
+    return lhs.state_ == rhs.state_;
+  }
+
+ private:
+  /** @brief Throws `not_supported` unless a probe block of the upstream is managed memory. */
+  void check_managed()
+  {
+    constexpr std::size_t bytes = default_alignment;
+    cuda::stream_ref const stream{state_->stream()};
+    void* ptr{};
+    if constexpr (detail::synchronous_upstream<Upstream>) {
+      ptr = detail::sync_allocate(this->mutable_upstream(), bytes, default_alignment);
+    } else {
+      ptr = detail::stream_allocate(this->mutable_upstream(), stream, bytes, default_alignment);
+    }
+    cudaPointerAttributes attributes{};
+    cudaError_t const s = cudaPointerGetAttributes(&attributes, ptr);
+    if constexpr (detail::synchronous_upstream<Upstream>) {
+      this->deallocate_sync(ptr, bytes, default_alignment);
+    } else {
+      this->deallocate(stream, ptr, bytes, default_alignment);
+    }
+    if (s != cudaSuccess) {
+      detail::throw_cuda_error(s, "cudaPointerGetAttributes", "prefetch_adaptor");
+    }
+    if (attributes.type != cudaMemoryTypeManaged) {
+      detail::throw_error<not_supported>(
+        "prefetch_adaptor",
+        std::string{"the upstream hands out "} + detail::memory_type_name(attributes.type) +
+          ", which cannot be prefetched; wrap a resource of managed memory, such as "
+          "async_managed_resource");
+    }
+  }
+
+  std::shared_ptr<detail::prefetch_state> state_;
+};
+
+/** @brief `prefetch_adaptor{upstream, device}` holds a copy of `upstream`. */
+template <class Upstream>
+prefetch_adaptor(Upstream, int) -> prefetch_adaptor<Upstream>;
+
+static_assert(detail::stream_ordered_resource_with<prefetch_adaptor<device_async_resource_ref>,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<prefetch_adaptor<device_resource_ref>,
+                                                cuda::mr::device_accessible>);
+static_assert(detail::stream_ordered_resource_with<prefetch_adaptor<host_device_async_resource_ref>,
+                                                   cuda::mr::device_accessible,
+                                                   cuda::mr::host_accessible>);
+static_assert(std::is_constructible_v<host_device_async_resource_ref,
+                                      prefetch_adaptor<host_device_async_resource_ref>&>);
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
