@@ -96,9 +96,9 @@ TEST_F(aligned_adaptor_gpu_test, FourKibibytesBelowTheThresholdThroughARef)
     EXPECT_EQ(device_round_trip(blocks[static_cast<std::size_t>(i)], bytes, 7U, stream_), 0U);
     ref.deallocate(stream_, blocks[static_cast<std::size_t>(i)], bytes, 4096);
   }
-  void* small = ref.allocate(stream_, 1000);  // below the threshold, no request: 256 as always
+  void* small = ref.allocate(stream_, 1000, 256);  // below the threshold: 256 as always
   EXPECT_TRUE(aligned_to(small, 256));
-  ref.deallocate(stream_, small, 1000);
+  ref.deallocate(stream_, small, 1000, 256);
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   EXPECT_EQ(pool.statistics().used_bytes, 0U);
 }

@@ -92,16 +92,16 @@ TEST_F(limiting_adaptor_gpu_test, TheLimitChangesWhileAllocationsAreLive)
 {
   limiting_adaptor<async_device_resource> mr{async_device_resource{}, 8 * MiB};
   device_async_resource_ref ref{mr};
-  void* a = ref.allocate(stream_, 6 * MiB);
+  void* a = ref.allocate(stream_, 6 * MiB, 256);
   EXPECT_EQ(mr.set_limit(4 * MiB), 8 * MiB);
-  EXPECT_THROW((void)ref.allocate(stream_, 256), out_of_memory);
+  EXPECT_THROW((void)ref.allocate(stream_, 256, 256), out_of_memory);
   EXPECT_EQ(device_round_trip(a, 6 * MiB, 4U, stream_), 0U);  // live memory is untouched
   mr.set_limit(16 * MiB);
-  void* b = ref.allocate(stream_, 10 * MiB);
+  void* b = ref.allocate(stream_, 10 * MiB, 256);
   EXPECT_EQ(mr.bytes_in_use(), 16 * MiB);
   EXPECT_EQ(device_round_trip(b, 10 * MiB, 5U, stream_), 0U);
-  ref.deallocate(stream_, a, 6 * MiB);
-  ref.deallocate(stream_, b, 10 * MiB);
+  ref.deallocate(stream_, a, 6 * MiB, 256);
+  ref.deallocate(stream_, b, 10 * MiB, 256);
   EXPECT_EQ(mr.bytes_in_use(), 0U);
 }
 

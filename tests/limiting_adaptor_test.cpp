@@ -292,11 +292,11 @@ TEST(limiting_adaptor, ThroughRefsAndOverARef)
   adaptor a{upstream, 64 * KiB};
   device_async_resource_ref ref{a};
   host_resource_ref sync_ref{a};
-  void* p = ref.allocate(no_stream(), 40 * KiB);
+  void* p = ref.allocate(no_stream(), 40 * KiB, 256);
   EXPECT_THROW((void)sync_ref.allocate_sync(30 * KiB, 256), out_of_memory);
   void* q = sync_ref.allocate_sync(24 * KiB, 256);
   EXPECT_EQ(a.bytes_in_use(), 64 * KiB);
-  ref.deallocate(no_stream(), p, 40 * KiB);
+  ref.deallocate(no_stream(), p, 40 * KiB, 256);
   sync_ref.deallocate_sync(q, 24 * KiB, 256);
   EXPECT_EQ(a.bytes_in_use(), 0U);
 

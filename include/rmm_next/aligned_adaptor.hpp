@@ -11,7 +11,6 @@
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
-#include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
