@@ -1,0 +1,58 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+/**
+ * @file
+ * @brief Sizes and addresses rounded to powers of two, without overflow, for the adaptors that
+ * pad or count requests (`aligned_adaptor`, `limiting_adaptor`).
+ */
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+
+/** @brief True when `n` is a power of two (1, 2, 4, ...); false for 0. */
+constexpr bool is_power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
+
+/**
+ * @brief Rounds `n` up to a multiple of `multiple` (a power of two) into `out`.
+ * @return false, leaving `out` unchanged, when the result does not fit in a `std::size_t`.
+ */
+constexpr bool round_up(std::size_t n, std::size_t multiple, std::size_t& out) noexcept
+{
+  std::size_t const mask = multiple - 1;
+  if (n > std::numeric_limits<std::size_t>::max() - mask) { return false; }
+  out = (n + mask) & ~mask;
+  return true;
+}
+
+/** @brief `ptr` moved up to the next multiple of `alignment` (a power of two). */
+inline void* align_pointer_up(void* ptr, std::size_t alignment) noexcept
+{
+  auto const address = reinterpret_cast<std::uintptr_t>(ptr);
+  auto const mask    = static_cast<std::uintptr_t>(alignment - 1);
+  return reinterpret_cast<void*>((address + mask) & ~mask);
+}
+
+/** @brief Throws `bad_alloc` from `what` unless `alignment` is a power of two. */
+inline void check_power_of_two_alignment(std::string_view what, std::size_t alignment)
+{
+  if (!is_power_of_two(alignment)) {
+    throw_error<bad_alloc>(what,
+                           "alignment " + std::to_string(alignment) +
+                             " is not a power of two; pass 1, 2, 4, ... (256 by default)");
+  }
+}
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
