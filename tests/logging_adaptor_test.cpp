@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -68,9 +69,8 @@ std::vector<log_event> parse(std::string const& text)
 
 // ---- What the adaptor is ------------------------------------------------------------------------
 
-static_assert(
-  rmm_next::detail::stream_ordered_resource_with<logging_adaptor<async_device_resource>,
-                                                 cuda::mr::device_accessible>);
+static_assert(rmm_next::detail::stream_ordered_resource_with<logging_adaptor<async_device_resource>,
+                                                             cuda::mr::device_accessible>);
 static_assert(rmm_next::detail::synchronous_resource_with<logging_adaptor<device_resource_ref>,
                                                           cuda::mr::device_accessible>);
 static_assert(
@@ -87,14 +87,18 @@ TEST(logging_adaptor, EachCallIsOneLineInRmmsFormat)
 {
   std::ostringstream out;
   fake_resource upstream;
-  void* p = nullptr;
-  void* q = nullptr;
+  std::uintptr_t p = 0;  // the addresses, kept as numbers: the memory is freed below
+  std::uintptr_t q = 0;
+  char printed[32];  // as glibc's %p prints p, RMM's rule for the Pointer column
   {
     adaptor a{upstream, out};
-    p = a.allocate(fake_stream(0x55d0c1e2a3b0), 1000, 64);
-    q = a.allocate_sync(24);
-    a.deallocate(fake_stream(0x55d0c1e2a3b0), p, 1000, 64);
-    a.deallocate_sync(q, 24);
+    void* const pp = a.allocate(fake_stream(0x55d0c1e2a3b0), 1000, 64);
+    void* const qq = a.allocate_sync(24);
+    p              = address(pp);
+    q              = address(qq);
+    std::snprintf(printed, sizeof(printed), "%p", pp);
+    a.deallocate(fake_stream(0x55d0c1e2a3b0), pp, 1000, 64);
+    a.deallocate_sync(qq, 24);
     EXPECT_EQ(a.allocate(fake_stream(0x2), 0), nullptr);  // logged as RMM does
     a.deallocate(fake_stream(0x2), nullptr, 0);
   }  // the last copy writes the log out
@@ -105,20 +109,20 @@ TEST(logging_adaptor, EachCallIsOneLineInRmmsFormat)
     EXPECT_EQ(e.thread, tid);
   }
   EXPECT_EQ(events[0].action, log_action::allocate);
-  EXPECT_EQ(events[0].pointer, address(p));
+  EXPECT_EQ(events[0].pointer, p);
   EXPECT_EQ(events[0].size, 1000U);
   EXPECT_EQ(events[0].stream, 0x55d0c1e2a3b0U);
   EXPECT_EQ(events[0].stream_text, rmm_stream_text(fake_stream(0x55d0c1e2a3b0)));
   EXPECT_EQ(events[1].action, log_action::allocate);
-  EXPECT_EQ(events[1].pointer, address(q));
+  EXPECT_EQ(events[1].pointer, q);
   EXPECT_EQ(events[1].size, 24U);
   EXPECT_EQ(events[1].stream_text, "0");  // synchronous: the default stream, as RMM logs it
   EXPECT_EQ(events[1].stream_text, rmm_stream_text(cudaStream_t{}));
   EXPECT_EQ(events[2].action, log_action::free);
-  EXPECT_EQ(events[2].pointer, address(p));
+  EXPECT_EQ(events[2].pointer, p);
   EXPECT_EQ(events[2].size, 1000U);
   EXPECT_EQ(events[3].action, log_action::free);
-  EXPECT_EQ(events[3].pointer, address(q));
+  EXPECT_EQ(events[3].pointer, q);
   EXPECT_EQ(events[4].action, log_action::allocate);
   EXPECT_EQ(events[4].pointer, 0U);
   EXPECT_EQ(events[4].stream_text, "0x2");
@@ -133,8 +137,6 @@ TEST(logging_adaptor, EachCallIsOneLineInRmmsFormat)
   std::getline(lines, line);
   EXPECT_EQ(line, "Thread,Time,Action,Pointer,Size,Stream");
   std::getline(lines, line);
-  char printed[32];
-  std::snprintf(printed, sizeof(printed), "%p", p);
   EXPECT_EQ(line.substr(0, line.find(',')), std::to_string(tid));
   EXPECT_NE(line.find(",allocate," + std::string{printed} + ",1000,0x55d0c1e2a3b0"),
             std::string::npos)
@@ -205,7 +207,8 @@ TEST(logging_adaptor, AdaptsARefAndEveryMemberSpelling)
   fake_resource upstream;
   logging_adaptor<host_device_async_resource_ref> a{host_device_async_resource_ref{upstream}, out};
   device_async_resource_ref ref{a};
-  void* p = ref.allocate(fake_stream(0x10), 512, 256);
+  void* p                 = ref.allocate(fake_stream(0x10), 512, 256);
+  std::uintptr_t const pa = address(p);
   ref.deallocate(fake_stream(0x10), p, 512, 256);
 #if !RMM_NEXT_CCCL_STREAM_ORDERED_MR
   void* q = a.allocate_async(8, 16, fake_stream(0x20));
@@ -217,8 +220,8 @@ TEST(logging_adaptor, AdaptsARefAndEveryMemberSpelling)
   a.flush();
   std::vector<log_event> const events = parse(out.str());
   ASSERT_EQ(events.size(), lines);
-  EXPECT_EQ(events[0].pointer, address(p));
-  EXPECT_EQ(events[1].pointer, address(p));
+  EXPECT_EQ(events[0].pointer, pa);
+  EXPECT_EQ(events[1].pointer, pa);
   EXPECT_EQ(events[1].stream, 0x10U);
   EXPECT_EQ(upstream.allocations(), static_cast<long>(lines / 2));
   EXPECT_EQ(upstream.deallocations(), static_cast<long>(lines / 2));
@@ -270,16 +273,17 @@ TEST(logging_adaptor, WritesToAFileAndNamesAPathItCannotOpen)
   {
     std::ofstream{path} << "old contents that must go\n";
   }
-  void* p = nullptr;
+  std::uintptr_t pa = 0;
   {
     adaptor a{fake_resource{}, path};
-    p = a.allocate_sync(100);
+    void* const p = a.allocate_sync(100);
+    pa            = address(p);
     a.deallocate_sync(p, 100);
   }
   std::vector<log_event> const events = parse_allocation_log_file(path);  // truncated, then ours
   ASSERT_EQ(events.size(), 2U);
-  EXPECT_EQ(events[0].pointer, address(p));
-  EXPECT_EQ(events[1].pointer, address(p));
+  EXPECT_EQ(events[0].pointer, pa);
+  EXPECT_EQ(events[1].pointer, pa);
 
   std::string const bad = (dir / "no such dir" / "trace.csv").string();
   try {
@@ -311,8 +315,8 @@ TEST(logging_adaptor, SixteenThreadsWriteWholeLines)
       pool.emplace_back([&, t] {
         tids[static_cast<std::size_t>(t)] = os_thread_id();
         adaptor mine                      = a;
-        auto const stream = fake_stream(static_cast<std::uintptr_t>(t + 1) << 8);
-        std::size_t const bytes = static_cast<std::size_t>(t + 1) * 8;
+        auto const stream                 = fake_stream(static_cast<std::uintptr_t>(t + 1) << 8);
+        std::size_t const bytes           = static_cast<std::size_t>(t + 1) * 8;
         for (int i = 0; i < iterations; ++i) {
           void* p = mine.allocate(stream, bytes);
           mine.deallocate(stream, p, bytes);

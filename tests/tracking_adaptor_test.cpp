@@ -215,8 +215,8 @@ TEST(tracking_adaptor, ReportNamesCountBytesAndEachAllocation)
 {
   adaptor a{fake_resource{}};
   EXPECT_EQ(a.report(), "rmm_next::tracking_adaptor: 0 outstanding allocations, 0 bytes\n");
-  void* p = a.allocate(stream_of(0xabc0), 1000, 128);
-  void* q = a.allocate_sync(24);
+  void* p                = a.allocate(stream_of(0xabc0), 1000, 128);
+  void* q                = a.allocate_sync(24);
   std::string const text = a.report();
   std::istringstream lines{text};
   std::string line;
@@ -249,8 +249,8 @@ TEST(tracking_adaptor, ReportNamesCountBytesAndEachAllocation)
 TEST(tracking_adaptor, StackTracesNameTheAllocatingFunction)
 {
   adaptor a{fake_resource{}, {.stack_traces = true}};
-  void* p = tracking_test_allocating_function(a, 64);
-  void* q = a.allocate_sync(8);
+  void* p                                    = tracking_test_allocating_function(a, 64);
+  void* q                                    = a.allocate_sync(8);
   std::vector<tracked_allocation> const list = a.outstanding();
   ASSERT_EQ(list.size(), 2U);
   EXPECT_FALSE(list[0].stack_trace.empty());
@@ -290,7 +290,7 @@ TEST(tracking_adaptor, ReportAtDestructionOfTheLastCopyWhenSomethingIsLive)
     clean.deallocate_sync(clean.allocate_sync(16), 16);
   }
   std::string const without_leak = captured.str();
-  void* unreported = nullptr;
+  void* unreported               = nullptr;
   {
     adaptor quiet{upstream};  // no report asked
     unreported = quiet.allocate_sync(8);
@@ -362,9 +362,8 @@ TEST(tracking_adaptor, ExactListsUnderSixteenThreads)
       expected_bytes += it->second->bytes;
     }
   }
-  EXPECT_TRUE(std::is_sorted(list.begin(), list.end(), [](auto const& x, auto const& y) {
-    return x.time < y.time;
-  }));
+  EXPECT_TRUE(std::is_sorted(
+    list.begin(), list.end(), [](auto const& x, auto const& y) { return x.time < y.time; }));
   EXPECT_EQ(a.bytes_outstanding(), expected_bytes);
   sync.arrive_and_wait();  // 2
   for (auto& th : pool) {

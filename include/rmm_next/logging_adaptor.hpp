@@ -128,7 +128,8 @@ class log_line {
     thread_local cached cache;
     std::int64_t const second = seconds.time_since_epoch().count();
     if (second != cache.second) {
-      std::time_t const t = system_clock::to_time_t(time_point_cast<system_clock::duration>(seconds));
+      std::time_t const t =
+        system_clock::to_time_t(time_point_cast<system_clock::duration>(seconds));
       std::tm parts{};
       localtime_r(&t, &parts);
       two_digits(cache.hms.data(), parts.tm_hour);
@@ -312,9 +313,8 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
     requires detail::synchronous_upstream<Upstream>
   {
     detail::nvtx_range const range{nvtx_range_names().allocate};
-    return logged_allocate(cudaStream_t{}, bytes, [&] {
-      return detail::sync_allocate(upstream_, bytes, alignment);
-    });
+    return logged_allocate(
+      cudaStream_t{}, bytes, [&] { return detail::sync_allocate(upstream_, bytes, alignment); });
   }
 
   /** @brief Logs the free (stream `0`), then frees `ptr` to the upstream synchronously. */
@@ -380,7 +380,7 @@ static_assert(detail::stream_ordered_resource_with<logging_adaptor<device_async_
                                                    cuda::mr::device_accessible>);
 static_assert(detail::synchronous_resource_with<logging_adaptor<device_resource_ref>,
                                                 cuda::mr::device_accessible>);
-static_assert(std::is_constructible_v<device_async_resource_ref,
-                                      logging_adaptor<device_async_resource_ref>&>);
+static_assert(
+  std::is_constructible_v<device_async_resource_ref, logging_adaptor<device_async_resource_ref>&>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

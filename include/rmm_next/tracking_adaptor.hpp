@@ -41,7 +41,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief What a `tracking_adaptor` records; designated initializers name what they change. */
 struct tracking_options {
-  bool stack_traces = false;           ///< capture the stack of each allocation (costly)
+  bool stack_traces          = false;  ///< capture the stack of each allocation (costly)
   bool report_at_destruction = false;  ///< the last copy writes `report()` to std::cerr if any live
 };
 
@@ -125,11 +125,12 @@ class allocation_registry {
     for (auto const& [ptr, r] : copies) {  // stacks become text outside the locks
       list.push_back({ptr, r.bytes, r.alignment, r.stream, r.thread, r.time, r.trace.to_string()});
     }
-    std::sort(list.begin(), list.end(), [](tracked_allocation const& a, tracked_allocation const& b) {
-      return a.time != b.time ? a.time < b.time
-                              : reinterpret_cast<std::uintptr_t>(a.ptr) <  // NOLINT
-                                  reinterpret_cast<std::uintptr_t>(b.ptr);  // NOLINT
-    });
+    std::sort(
+      list.begin(), list.end(), [](tracked_allocation const& a, tracked_allocation const& b) {
+        return a.time != b.time ? a.time < b.time
+                                : reinterpret_cast<std::uintptr_t>(a.ptr) <   // NOLINT
+                                    reinterpret_cast<std::uintptr_t>(b.ptr);  // NOLINT
+      });
     return list;
   }
 
@@ -151,7 +152,8 @@ class allocation_registry {
     out << "rmm_next::tracking_adaptor: " << list.size() << " outstanding allocation"
         << (list.size() == 1 ? "" : "s") << ", " << total << " bytes";
     if (std::size_t const untracked = untracked_frees(); untracked != 0) {
-      out << "; " << untracked << " free" << (untracked == 1 ? "" : "s") << " of untracked pointers";
+      out << "; " << untracked << " free" << (untracked == 1 ? "" : "s")
+          << " of untracked pointers";
     }
     out << '\n';
     for (auto const& a : list) {
@@ -208,8 +210,8 @@ class allocation_registry {
   static std::string utc_time(std::chrono::system_clock::time_point time)
   {
     using namespace std::chrono;
-    std::time_t const seconds = system_clock::to_time_t(time_point_cast<system_clock::duration>(
-      floor<std::chrono::seconds>(time)));
+    std::time_t const seconds = system_clock::to_time_t(
+      time_point_cast<system_clock::duration>(floor<std::chrono::seconds>(time)));
     std::tm parts{};
     gmtime_r(&seconds, &parts);
     auto const micros = duration_cast<microseconds>(time - floor<std::chrono::seconds>(time));
@@ -391,7 +393,7 @@ static_assert(detail::stream_ordered_resource_with<tracking_adaptor<device_async
                                                    cuda::mr::device_accessible>);
 static_assert(detail::synchronous_resource_with<tracking_adaptor<device_resource_ref>,
                                                 cuda::mr::device_accessible>);
-static_assert(std::is_constructible_v<device_async_resource_ref,
-                                      tracking_adaptor<device_async_resource_ref>&>);
+static_assert(
+  std::is_constructible_v<device_async_resource_ref, tracking_adaptor<device_async_resource_ref>&>);
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE

@@ -35,7 +35,7 @@ enum class log_action { allocate, free, allocate_failure };
 /** @brief One parsed line. */
 struct log_event {
   std::uint64_t thread{};
-  std::string time;      ///< "HH:MM:SS.ffffff", checked
+  std::string time;        ///< "HH:MM:SS.ffffff", checked
   std::int64_t time_us{};  ///< the time of day in microseconds
   log_action action{};
   std::uintptr_t pointer{};
@@ -126,8 +126,8 @@ inline std::vector<log_event> parse_allocation_log(std::istream& in)
     } else {
       detail_log::fail(line, "bad action", fields[2]);
     }
-    e.pointer = fields[3] == "(nil)" ? 0 : detail_log::number(fields[3], 16, line, "pointer");
-    e.size    = detail_log::number(fields[4], 10, line, "size");
+    e.pointer     = fields[3] == "(nil)" ? 0 : detail_log::number(fields[3], 16, line, "pointer");
+    e.size        = detail_log::number(fields[4], 10, line, "size");
     e.stream_text = std::string{fields[5]};
     e.stream      = detail_log::number(fields[5], 16, line, "stream");
     events.push_back(std::move(e));

@@ -54,7 +54,8 @@ class stack_trace {
     return trace;
   }
 
-  /** @brief One line per frame, `#<i> <where>`, innermost first; empty when nothing was captured. */
+  /** @brief One line per frame, `#<i> <where>`, innermost first; empty when nothing was captured.
+   */
   [[nodiscard]] std::string to_string() const
   {
     std::string text;
@@ -91,12 +92,10 @@ class stack_trace {
 #if __has_include(<cxxabi.h>)
     auto const open = line.find('(');
     auto const plus = line.find('+', open);
-    if (open == std::string::npos || plus == std::string::npos || plus == open + 1) {
-      return line;
-    }
+    if (open == std::string::npos || plus == std::string::npos || plus == open + 1) { return line; }
     std::string const mangled = line.substr(open + 1, plus - open - 1);
     int status                = 0;
-    char* name = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    char* name                = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
     if (status == 0 && name != nullptr) { line.replace(open + 1, mangled.size(), name); }
     std::free(name);  // NOLINT(cppcoreguidelines-no-malloc): __cxa_demangle's contract
 #endif
