@@ -12,6 +12,7 @@
 #include "support/allocation_log.hpp"
 #include "support/device_fill_check.cuh"
 #include "support/kernels.cuh"
+#include "support/stream_guard.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>
@@ -44,42 +45,29 @@ std::vector<log_event> parse(std::string const& text)
   return parse_allocation_log(in);
 }
 
-class logging_adaptor_gpu_test : public ::testing::Test {
- protected:
-  void SetUp() override
-  {
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override
-  {
-    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
-  }
-
-  cudaStream_t stream_{};
-};
-
-TEST_F(logging_adaptor_gpu_test, KernelsUseTheMemoryAndTheLogMatches)
+TEST(logging_adaptor_gpu_test, KernelsUseTheMemoryAndTheLogMatches)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  stream_guard const guard;
+  cudaStream_t const stream = guard;
   std::ostringstream out;
   logging_adaptor<async_device_resource> mr{async_device_resource{}, out};
   constexpr std::size_t words = std::size_t{1} << 20;
   constexpr std::size_t bytes = words * sizeof(std::uint32_t);
-  auto* a                     = static_cast<std::uint32_t*>(mr.allocate(stream_, bytes));
+  auto* a                     = static_cast<std::uint32_t*>(mr.allocate(stream, bytes));
   auto* b                     = static_cast<std::uint32_t*>(mr.allocate_sync(bytes / 2));
-  EXPECT_EQ(fill_and_count_mismatches(a, words, 1, stream_), 0U);
-  EXPECT_EQ(fill_and_count_mismatches(b, words / 2, 2, stream_), 0U);
-  mr.deallocate(stream_, a, bytes);
+  EXPECT_EQ(fill_and_count_mismatches(a, words, 1, stream), 0U);
+  EXPECT_EQ(fill_and_count_mismatches(b, words / 2, 2, stream), 0U);
+  mr.deallocate(stream, a, bytes);
   mr.deallocate_sync(b, bytes / 2);
-  EXPECT_THROW((void)mr.allocate(stream_, std::size_t{1} << 50), out_of_memory);
+  EXPECT_THROW((void)mr.allocate(stream, std::size_t{1} << 50), out_of_memory);
   mr.flush();
 
   std::vector<log_event> const events = parse(out.str());
   ASSERT_EQ(events.size(), 5U) << out.str();
   auto const tid = static_cast<std::uint64_t>(::syscall(SYS_gettid));
   std::ostringstream stream_text;  // as RMM prints a stream: ostream << std::hex << cudaStream_t
-  stream_text << std::hex << stream_;
+  stream_text << std::hex << stream;
   EXPECT_EQ(events[0].action, log_action::allocate);
   EXPECT_EQ(events[0].pointer, address(a));
   EXPECT_EQ(events[0].size, bytes);
@@ -89,7 +77,7 @@ TEST_F(logging_adaptor_gpu_test, KernelsUseTheMemoryAndTheLogMatches)
   EXPECT_EQ(events[1].stream_text, "0");
   EXPECT_EQ(events[2].action, log_action::free);
   EXPECT_EQ(events[2].pointer, address(a));
-  EXPECT_EQ(events[2].stream, address(stream_));
+  EXPECT_EQ(events[2].stream, address(stream));
   EXPECT_EQ(events[3].action, log_action::free);
   EXPECT_EQ(events[3].pointer, address(b));
   EXPECT_EQ(events[4].action, log_action::allocate_failure);
@@ -100,8 +88,9 @@ TEST_F(logging_adaptor_gpu_test, KernelsUseTheMemoryAndTheLogMatches)
   }
 }
 
-TEST_F(logging_adaptor_gpu_test, ThreadsOnTheirOwnStreamsWriteWholeLines)
+TEST(logging_adaptor_gpu_test, ThreadsOnTheirOwnStreamsWriteWholeLines)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   constexpr int threads = 8;
   constexpr int pairs   = 200;
   std::ostringstream out;

@@ -362,8 +362,8 @@ TEST(logging_adaptor, SixteenThreadsWriteWholeLines)
 
 TEST(logging_adaptor, ParserReadsAHandWrittenRmmLog)
 {
-  std::vector<log_event> const events =
-    parse_allocation_log_file(std::string{RMM_NEXT_TEST_DATA_DIR} + "/rmm_format_log.csv");
+  std::vector<log_event> const events = parse_allocation_log_file(
+    (std::filesystem::path{__FILE__}.parent_path() / "data" / "rmm_format_log.csv").string());
   ASSERT_EQ(events.size(), 9U);
   EXPECT_EQ(events[0].thread, 48211U);
   EXPECT_EQ(events[0].time, "09:15:02.004117");

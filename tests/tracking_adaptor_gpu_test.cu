@@ -10,6 +10,7 @@
 
 #include "support/device_fill_check.cuh"
 #include "support/kernels.cuh"
+#include "support/stream_guard.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
@@ -30,36 +31,23 @@
 namespace rmm_next::test {
 namespace {
 
-class tracking_adaptor_gpu_test : public ::testing::Test {
- protected:
-  void SetUp() override
-  {
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override
-  {
-    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
-  }
-
-  cudaStream_t stream_{};
-};
-
-TEST_F(tracking_adaptor_gpu_test, KernelsUseTheMemoryAndTheListMatches)
+TEST(tracking_adaptor_gpu_test, KernelsUseTheMemoryAndTheListMatches)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  stream_guard const guard;
+  cudaStream_t const stream = guard;
   tracking_adaptor<async_device_resource> mr{async_device_resource{}, {.stack_traces = true}};
   constexpr std::size_t words = std::size_t{1} << 20;
   constexpr std::size_t bytes = words * sizeof(std::uint32_t);
-  auto* a                     = static_cast<std::uint32_t*>(mr.allocate(stream_, bytes));
+  auto* a                     = static_cast<std::uint32_t*>(mr.allocate(stream, bytes));
   auto* b                     = static_cast<std::uint32_t*>(mr.allocate_sync(bytes / 2));
-  EXPECT_EQ(fill_and_count_mismatches(a, words, 1, stream_), 0U);
-  EXPECT_EQ(fill_and_count_mismatches(b, words / 2, 2, stream_), 0U);
-  transform_kernel<<<grid_for(words / 2), block_size, 0, stream_>>>(b, a, words / 2);
+  EXPECT_EQ(fill_and_count_mismatches(a, words, 1, stream), 0U);
+  EXPECT_EQ(fill_and_count_mismatches(b, words / 2, 2, stream), 0U);
+  transform_kernel<<<grid_for(words / 2), block_size, 0, stream>>>(b, a, words / 2);
   std::vector<std::uint32_t> host(words / 2);
-  ASSERT_EQ(cudaMemcpyAsync(host.data(), a, bytes / 2, cudaMemcpyDeviceToHost, stream_),
+  ASSERT_EQ(cudaMemcpyAsync(host.data(), a, bytes / 2, cudaMemcpyDeviceToHost, stream),
             cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   for (std::size_t i = 0; i < host.size(); i += 4099) {
     ASSERT_EQ(host[i], 3 * pattern(i, 2) + 1) << "word " << i;
   }
@@ -68,7 +56,7 @@ TEST_F(tracking_adaptor_gpu_test, KernelsUseTheMemoryAndTheListMatches)
   ASSERT_EQ(list.size(), 2U);
   EXPECT_EQ(list[0].ptr, a);
   EXPECT_EQ(list[0].bytes, bytes);
-  EXPECT_EQ(list[0].stream, stream_);
+  EXPECT_EQ(list[0].stream, stream);
   EXPECT_EQ(list[1].ptr, b);
   EXPECT_EQ(list[1].bytes, bytes / 2);
   EXPECT_EQ(list[1].stream, cudaStream_t{});
@@ -79,42 +67,49 @@ TEST_F(tracking_adaptor_gpu_test, KernelsUseTheMemoryAndTheListMatches)
   EXPECT_EQ(mr.bytes_outstanding(), bytes + bytes / 2);
   EXPECT_NE(mr.report().find("2 outstanding allocations"), std::string::npos) << mr.report();
 
-  mr.deallocate(stream_, a, bytes);
+  mr.deallocate(stream, a, bytes);
   mr.deallocate_sync(b, bytes / 2);
   EXPECT_TRUE(mr.outstanding().empty());
   EXPECT_EQ(mr.untracked_frees(), 0U);
 }
 
-TEST_F(tracking_adaptor_gpu_test, PinnedMemoryThroughARefStaysHostAccessible)
+TEST(tracking_adaptor_gpu_test, PinnedMemoryThroughARefStaysHostAccessible)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  stream_guard const guard;
+  cudaStream_t const stream = guard;
   async_pinned_resource pinned{};
   tracking_adaptor<host_device_async_resource_ref> mr{host_device_async_resource_ref{pinned}};
   constexpr std::size_t words = 4096;
-  auto* p = static_cast<std::uint32_t*>(mr.allocate(stream_, words * sizeof(std::uint32_t)));
-  EXPECT_EQ(fill_and_count_mismatches(p, words, 5, stream_), 0U);
+  auto* p = static_cast<std::uint32_t*>(mr.allocate(stream, words * sizeof(std::uint32_t)));
+  EXPECT_EQ(fill_and_count_mismatches(p, words, 5, stream), 0U);
   for (std::size_t i = 0; i < words; i += 97) {
     ASSERT_EQ(p[i], pattern(i, 5)) << "word " << i;  // read by the host
   }
   ASSERT_EQ(mr.outstanding().size(), 1U);
   EXPECT_EQ(mr.outstanding()[0].ptr, p);
-  mr.deallocate(stream_, p, words * sizeof(std::uint32_t));
+  mr.deallocate(stream, p, words * sizeof(std::uint32_t));
   EXPECT_EQ(mr.count_outstanding(), 0U);
 }
 
-TEST_F(tracking_adaptor_gpu_test, FailuresOfTheResourceRecordNothing)
+TEST(tracking_adaptor_gpu_test, FailuresOfTheResourceRecordNothing)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  stream_guard const guard;
+  cudaStream_t const stream = guard;
   tracking_adaptor<async_device_resource> mr{async_device_resource{}};
-  EXPECT_THROW((void)mr.allocate(stream_, std::size_t{1} << 50), out_of_memory);
-  EXPECT_THROW((void)mr.allocate(stream_, 64, 512), bad_alloc);
-  EXPECT_EQ(mr.allocate(stream_, 0), nullptr);
+  EXPECT_THROW((void)mr.allocate(stream, std::size_t{1} << 50), out_of_memory);
+  EXPECT_THROW((void)mr.allocate(stream, 64, 512), bad_alloc);
+  EXPECT_EQ(mr.allocate(stream, 0), nullptr);
   EXPECT_TRUE(mr.outstanding().empty());
-  void* p = mr.allocate(stream_, 1024);  // works afterwards
+  void* p = mr.allocate(stream, 1024);  // works afterwards
   EXPECT_EQ(mr.outstanding().at(0).ptr, p);
-  mr.deallocate(stream_, p, 1024);
+  mr.deallocate(stream, p, 1024);
 }
 
-TEST_F(tracking_adaptor_gpu_test, ExactWithThreadsOnTheirOwnStreams)
+TEST(tracking_adaptor_gpu_test, ExactWithThreadsOnTheirOwnStreams)
 {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   constexpr int threads = 8;
   constexpr int held    = 16;
   tracking_adaptor<async_device_resource> mr{async_device_resource{}};
