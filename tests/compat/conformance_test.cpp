@@ -12,7 +12,9 @@
 
 #include "support/fake_resource.hpp"
 
+#include <rmm_next/logging_adaptor.hpp>
 #include <rmm_next/rmm_next.hpp>
+#include <rmm_next/tracking_adaptor.hpp>
 
 #include <gtest/gtest.h>
 
@@ -83,6 +85,18 @@ static_assert(std::is_constructible_v<thread_cache_adaptor<device_async_resource
 static_assert(
   binds_to_device_refs<statistics_adaptor<thread_cache_adaptor<async_device_resource>>>);
 
+// The tracking and logging adaptors: over resources, refs and the thread cache.
+static_assert(stream_ordered_handle<tracking_adaptor<async_pinned_resource>, device_mr, host_mr>);
+static_assert(binds_to_every_ref<tracking_adaptor<async_pinned_resource>>);
+static_assert(binds_to_device_refs<tracking_adaptor<thread_cache_adaptor<async_device_resource>>>);
+static_assert(std::is_constructible_v<device_resource_ref, tracking_adaptor<device_resource_ref>&>);
+static_assert(stream_ordered_handle<logging_adaptor<async_pinned_resource>, device_mr, host_mr>);
+static_assert(binds_to_every_ref<logging_adaptor<async_pinned_resource>>);
+static_assert(binds_to_device_refs<logging_adaptor<thread_cache_adaptor<async_device_resource>>>);
+static_assert(
+  std::is_constructible_v<device_async_resource_ref,
+                          logging_adaptor<tracking_adaptor<device_async_resource_ref>>&>);
+
 // ---- Run time ----------------------------------------------------------------------------------
 
 cuda::stream_ref const no_stream{cudaStream_t{}};
@@ -128,6 +142,8 @@ static_assert(!compiles_with_literal_stream<statistics_adaptor<device_async_reso
 static_assert(!compiles_with_literal_stream<statistics_adaptor<fake_resource>>);
 static_assert(!compiles_with_literal_stream<thread_cache_adaptor<async_device_resource>>);
 static_assert(!compiles_with_literal_stream<thread_cache_adaptor<device_async_resource_ref>>);
+static_assert(!compiles_with_literal_stream<tracking_adaptor<device_async_resource_ref>>);
+static_assert(!compiles_with_literal_stream<logging_adaptor<device_async_resource_ref>>);
 static_assert(!compiles_with_literal_stream<device_async_resource_ref>);
 static_assert(!compiles_with_literal_stream<host_device_async_resource_ref>);
 static_assert(!compiles_with_literal_stream<host_async_resource_ref>);

@@ -1,0 +1,386 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+
+namespace detail {
+
+/**
+ * @brief One line of RMM's `logging_resource_adaptor` CSV, built on the stack.
+ *
+ * RMM writes `%t,%H:%M:%S.%f,<action>,%p,%zu,<stream>`: the OS thread id in decimal, the local
+ * time of day with microseconds, the action, the pointer as glibc's `%p` prints it (`0x` and
+ * lowercase hex, `(nil)` for nullptr), the size in decimal, and the stream as
+ * `std::ostream << std::hex << cudaStream_t` prints it (`0x` and hex, `0` for nullptr).
+ */
+class log_line {
+ public:
+  log_line(std::string_view action, void const* ptr, std::size_t bytes, cudaStream_t stream)
+  {
+    append_decimal(thread_number());
+    append(",");
+    append_time();
+    append(",");
+    append(action);
+    append(",");
+    if (ptr == nullptr) {
+      append("(nil)");
+    } else {
+      append_hex(reinterpret_cast<std::uintptr_t>(ptr));  // NOLINT
+    }
+    append(",");
+    append_decimal(bytes);
+    append(",");
+    if (stream == nullptr) {
+      append("0");
+    } else {
+      append_hex(reinterpret_cast<std::uintptr_t>(stream));  // NOLINT
+    }
+    append("\n");
+  }
+
+  [[nodiscard]] std::string_view text() const noexcept { return {chars_.data(), size_}; }
+
+  /** @brief The id RMM's log gives the calling thread: `gettid()` on Linux (as spdlog's `%t`). */
+  static std::uint64_t thread_number() noexcept
+  {
+#if defined(__linux__)
+    thread_local std::uint64_t const id = static_cast<std::uint64_t>(::syscall(SYS_gettid));
+#else
+    thread_local std::uint64_t const id = std::hash<std::thread::id>{}(std::this_thread::get_id());
+#endif
+    return id;
+  }
+
+ private:
+  void append(std::string_view s) noexcept
+  {
+    s.copy(chars_.data() + size_, s.size());
+    size_ += s.size();
+  }
+
+  void append_decimal(std::uint64_t value) noexcept
+  {
+    size_ = static_cast<std::size_t>(
+      std::to_chars(chars_.data() + size_, chars_.data() + chars_.size(), value).ptr -
+      chars_.data());
+  }
+
+  void append_hex(std::uintptr_t value) noexcept
+  {
+    append("0x");
+    size_ = static_cast<std::size_t>(
+      std::to_chars(chars_.data() + size_, chars_.data() + chars_.size(), value, 16).ptr -
+      chars_.data());
+  }
+
+  /** @brief `HH:MM:SS.ffffff`, local time (spdlog's default); `localtime_r` once a second. */
+  void append_time() noexcept
+  {
+    using namespace std::chrono;
+    auto const now     = system_clock::now();
+    auto const seconds = floor<std::chrono::seconds>(now);
+    struct cached {
+      std::int64_t second = -1;
+      std::array<char, 8> hms{};
+    };
+    thread_local cached cache;
+    std::int64_t const second = seconds.time_since_epoch().count();
+    if (second != cache.second) {
+      std::time_t const t =
+        system_clock::to_time_t(time_point_cast<system_clock::duration>(seconds));
+      std::tm parts{};
+      localtime_r(&t, &parts);
+      two_digits(cache.hms.data(), parts.tm_hour);
+      cache.hms[2] = ':';
+      two_digits(cache.hms.data() + 3, parts.tm_min);
+      cache.hms[5] = ':';
+      two_digits(cache.hms.data() + 6, parts.tm_sec);
+      cache.second = second;
+    }
+    append({cache.hms.data(), cache.hms.size()});
+    append(".");
+    auto micros = duration_cast<microseconds>(now - seconds).count();
+    for (int i = 5; i >= 0; --i) {
+      chars_[size_ + static_cast<std::size_t>(i)] = static_cast<char>('0' + micros % 10);
+      micros /= 10;
+    }
+    size_ += 6;
+  }
+
+  static void two_digits(char* out, int value) noexcept
+  {
+    out[0] = static_cast<char>('0' + value / 10);
+    out[1] = static_cast<char>('0' + value % 10);
+  }
+
+  // 20 (thread) + 15 (time) + 16 (action) + 18 (pointer) + 20 (size) + 18 (stream) + separators
+  std::array<char, 128> chars_{};
+  std::size_t size_ = 0;
+};
+
+/** @brief The buffered output shared by the copies of one `logging_adaptor`. */
+class allocation_log {
+ public:
+  /** @brief Bytes buffered before they are written out without a `flush()`. */
+  static constexpr std::size_t buffer_bytes = std::size_t{64} << 10;
+
+  explicit allocation_log(std::ostream& out) : out_{&out} { start(); }
+
+  explicit allocation_log(std::string const& path)
+    : file_{std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc)}
+  {
+    if (!file_->is_open()) {
+      int const error = errno != 0 ? errno : EIO;
+      throw std::system_error{
+        std::error_code{error, std::generic_category()},
+        error_message("logging_adaptor",
+                      "cannot open the log file \"" + path +
+                        "\" for writing; check that its directory exists and is writable")};
+    }
+    out_ = file_.get();
+    start();
+  }
+
+  allocation_log(allocation_log const&)            = delete;
+  allocation_log& operator=(allocation_log const&) = delete;
+  allocation_log(allocation_log&&)                 = delete;
+  allocation_log& operator=(allocation_log&&)      = delete;
+
+  ~allocation_log()
+  {
+    try {
+      flush();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor writes what it can
+    }
+  }
+
+  void write(log_line const& line) noexcept
+  {
+    std::lock_guard const lock{mutex_};
+    try {
+      buffer_.append(line.text());
+      if (buffer_.size() >= buffer_bytes) { write_out(); }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): logging never fails an allocation or a free
+    }
+  }
+
+  void flush()
+  {
+    std::lock_guard const lock{mutex_};
+    write_out();
+    out_->flush();
+  }
+
+ private:
+  void start()
+  {
+    buffer_.reserve(buffer_bytes + 256);
+    buffer_.append("Thread,Time,Action,Pointer,Size,Stream\n");
+  }
+
+  void write_out()
+  {
+    out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    buffer_.clear();
+  }
+
+  std::unique_ptr<std::ofstream> file_;
+  std::ostream* out_ = nullptr;
+  std::mutex mutex_;
+  std::string buffer_;
+};
+
+/** @brief Keys the NVTX range names of every `logging_adaptor`. */
+struct logging_adaptor_nvtx;
+
+}  // namespace detail
+
+/**
+ * @brief Writes one CSV line per allocation, free and failed allocation that passes through it
+ * to `Upstream`, in the format of RMM's `logging_resource_adaptor`, so that RMM's replay
+ * benchmark and rmm-next's read its logs.
+ *
+ * The log starts with the header `Thread,Time,Action,Pointer,Size,Stream`; then each line holds
+ * the OS thread id (decimal), the local time of day (`HH:MM:SS.ffffff`), `allocate`, `free` or
+ * `allocate failure`, the pointer (`0x...`, `(nil)` for nullptr), the size asked for (decimal)
+ * and the stream (`0x...`, `0` for the default stream and for synchronous calls). Every call is
+ * logged, 0 bytes and nullptr included, as RMM does; a failed allocation is logged, then its
+ * exception is rethrown.
+ *
+ * Lines are built without a lock and appended to a buffer under a mutex; the buffer is written
+ * out when it holds 64 KiB, at `flush()`, and when the last copy is destroyed. Lines are whole
+ * and in the order the calls took the mutex. Copies share the log (and compare equal).
+ * `Upstream` is a resource (held by copy) or a ref; the adaptor offers the upstream's members and
+ * properties, as `statistics_adaptor` does.
+ */
+template <class Upstream>
+class RMM_NEXT_NVTX_ABI logging_adaptor
+  : public cuda::forward_property<logging_adaptor<Upstream>, Upstream>,
+    public detail::compat_members<logging_adaptor<Upstream>> {
+ public:
+  /**
+   * @brief Logs what goes to `upstream` into the file at `path`, created or truncated.
+   * @throws std::system_error (its `code()` the reason, its message the path) when the file cannot
+   * be opened for writing.
+   */
+  template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
+  logging_adaptor(Arg&& upstream, std::string const& path)
+    : upstream_(std::forward<Arg>(upstream)), log_{std::make_shared<detail::allocation_log>(path)}
+  {
+  }
+
+  /** @brief Logs what goes to `upstream` into `out`, which must outlive every copy. */
+  template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
+  logging_adaptor(Arg&& upstream, std::ostream& out)
+    : upstream_(std::forward<Arg>(upstream)), log_{std::make_shared<detail::allocation_log>(out)}
+  {
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream in the order of `stream`, and logs it.
+   * @throws whatever the upstream throws, after logging an `allocate failure` line.
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    return logged_allocate(stream.get(), bytes, [&] {
+      return detail::stream_allocate(upstream_, stream, bytes, alignment);
+    });
+  }
+
+  /** @brief Logs the free, then frees `ptr` to the upstream in the order of `stream`. */
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t bytes,
+                  std::size_t alignment = default_alignment) noexcept
+    requires detail::stream_ordered_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    log_->write(detail::log_line{"free", ptr, bytes, stream.get()});
+    detail::stream_deallocate(upstream_, stream, ptr, bytes, alignment);
+  }
+
+  /**
+   * @brief Allocates `bytes` from the upstream synchronously, and logs it (stream `0`).
+   * @throws whatever the upstream throws, after logging an `allocate failure` line.
+   */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    return logged_allocate(
+      cudaStream_t{}, bytes, [&] { return detail::sync_allocate(upstream_, bytes, alignment); });
+  }
+
+  /** @brief Logs the free (stream `0`), then frees `ptr` to the upstream synchronously. */
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = default_alignment) noexcept
+    requires detail::synchronous_upstream<Upstream>
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    log_->write(detail::log_line{"free", ptr, bytes, cudaStream_t{}});
+    detail::sync_deallocate(upstream_, ptr, bytes, alignment);
+  }
+
+  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
+  using detail::compat_members<logging_adaptor<Upstream>>::allocate;
+  using detail::compat_members<logging_adaptor<Upstream>>::deallocate;
+
+  /** @brief Writes the buffered lines out and flushes the stream or file. */
+  void flush() { log_->flush(); }
+
+  /** @brief The resource (or ref) the adaptor allocates from. */
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
+
+  /** @brief True when both share the log, i.e. one is a copy of the other. */
+  friend bool operator==(logging_adaptor const& lhs, logging_adaptor const& rhs) noexcept
+  {
+    return lhs.log_ == rhs.log_;
+  }
+
+ private:
+  template <class Allocate>
+  void* logged_allocate(cudaStream_t stream, std::size_t bytes, Allocate&& allocate_upstream)
+  {
+    void* ptr = nullptr;
+    try {
+      ptr = std::forward<Allocate>(allocate_upstream)();
+    } catch (...) {
+      log_->write(detail::log_line{"allocate failure", nullptr, bytes, stream});
+      throw;
+    }
+    log_->write(detail::log_line{"allocate", ptr, bytes, stream});
+    return ptr;
+  }
+
+  static decltype(auto) nvtx_range_names() noexcept
+  {
+    return detail::nvtx_names<detail::logging_adaptor_nvtx>("logging_adaptor");
+  }
+
+  Upstream upstream_;
+  std::shared_ptr<detail::allocation_log> log_;
+};
+
+/** @brief `logging_adaptor{upstream, path}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::string const&) -> logging_adaptor<Upstream>;
+
+/** @brief `logging_adaptor{upstream, out}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::ostream&) -> logging_adaptor<Upstream>;
+
+static_assert(detail::stream_ordered_resource_with<logging_adaptor<device_async_resource_ref>,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<logging_adaptor<device_resource_ref>,
+                                                cuda::mr::device_accessible>);
+static_assert(
+  std::is_constructible_v<device_async_resource_ref, logging_adaptor<device_async_resource_ref>&>);
+
+}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
