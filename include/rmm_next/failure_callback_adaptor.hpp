@@ -8,12 +8,11 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
-#include <rmm_next/detail/upstream_passthrough.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -61,8 +60,7 @@ using failure_callback = std::function<bool(std::size_t, cuda::stream_ref, std::
 template <class Upstream>
 class failure_callback_adaptor
   : public cuda::forward_property<failure_callback_adaptor<Upstream>, Upstream>,
-    public detail::compat_members<failure_callback_adaptor<Upstream>>,
-    public detail::upstream_passthrough<Upstream> {
+    public detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream> {
  public:
   /**
    * @brief Allocates from `upstream`, calling `callback` on its out-of-memory failures.
@@ -70,7 +68,7 @@ class failure_callback_adaptor
    */
   template <detail::upstream_argument<failure_callback_adaptor, Upstream> Arg = Upstream>
   failure_callback_adaptor(Arg&& upstream, failure_callback callback)
-    : detail::upstream_passthrough<Upstream>(std::forward<Arg>(upstream)),
+    : upstream_(std::forward<Arg>(upstream)),
       callback_{std::make_shared<failure_callback const>(std::move(callback))}
   {
     if (!*callback_) {
@@ -81,41 +79,17 @@ class failure_callback_adaptor
     }
   }
 
-  /**
-   * @brief Allocates `bytes` from the upstream in the order of `stream`; on `out_of_memory`, calls
-   * the callback with `stream` and retries while it returns true.
-   * @throws out_of_memory (the upstream's last) when the callback returns false; whatever else the
-   * upstream or the callback throws.
-   */
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = default_alignment)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    return with_retries(bytes, stream, [&] {
-      return detail::stream_allocate(this->mutable_upstream(), stream, bytes, alignment);
-    });
-  }
+  /// `allocate(stream, bytes, alignment)` when the upstream allocates in stream order,
+  /// `allocate_sync` when it allocates synchronously: on `out_of_memory`, the callback is called
+  /// with the allocation's stream (the default stream, `cuda::stream_ref{cudaStream_t{}}`, for
+  /// `allocate_sync`) and the allocation tried again while it returns true; then the upstream's
+  /// last `out_of_memory` is rethrown. Frees go straight to the upstream. CCCL 3.0's names before
+  /// CCCL 3.1.
+  using detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream>::allocate;
+  using detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream>::deallocate;
 
-  /**
-   * @brief Allocates `bytes` from the upstream synchronously; on `out_of_memory`, calls the
-   * callback with the default stream, `cuda::stream_ref{cudaStream_t{}}`, and retries while it
-   * returns true.
-   * @throws as `allocate`.
-   */
-  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    return with_retries(bytes, cuda::stream_ref{cudaStream_t{}}, [&] {
-      return detail::sync_allocate(this->mutable_upstream(), bytes, alignment);
-    });
-  }
-
-  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
-  using detail::compat_members<failure_callback_adaptor<Upstream>>::allocate;
-  using detail::compat_members<failure_callback_adaptor<Upstream>>::deallocate;
-  /// Frees pass straight to the upstream.
-  using detail::upstream_passthrough<Upstream>::deallocate;
+  /** @brief The resource (or ref) the adaptor allocates from. */
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
 
   /** @brief True when both share the callback, i.e. one is a copy of the other. */
   friend bool operator==(failure_callback_adaptor const& lhs,
@@ -125,19 +99,32 @@ class failure_callback_adaptor
   }
 
  private:
-  /** @brief `allocate()`, called again after each `out_of_memory` the callback answers true. */
-  template <class Allocate>
-  void* with_retries(std::size_t bytes, cuda::stream_ref stream, Allocate allocate)
+  friend detail::forwarding_members<failure_callback_adaptor, Upstream>;
+
+  /** @brief The upstream's allocation, tried again after each `out_of_memory` the callback
+   * answers true. */
+  template <class Calls>
+  void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
   {
     for (std::size_t attempt = 1;; ++attempt) {
       try {
-        return allocate();
+        return upstream.allocate(bytes, alignment);
       } catch (out_of_memory const&) {
-        if (!(*callback_)(bytes, stream, attempt)) { throw; }
+        if (!(*callback_)(bytes, upstream.stream, attempt)) { throw; }
       }
     }
   }
 
+  template <class Calls>
+  void deallocate_with(Calls const& upstream,
+                       void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment) noexcept
+  {
+    upstream.deallocate(ptr, bytes, alignment);
+  }
+
+  Upstream upstream_;
   std::shared_ptr<failure_callback const> callback_;
 };
 

@@ -8,8 +8,8 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/throw_error.hpp>
@@ -258,7 +258,7 @@ struct logging_adaptor_nvtx;
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI logging_adaptor
   : public cuda::forward_property<logging_adaptor<Upstream>, Upstream>,
-    public detail::compat_members<logging_adaptor<Upstream>> {
+    public detail::forwarding_members<logging_adaptor<Upstream>, Upstream> {
  public:
   /**
    * @brief Logs what goes to `upstream` into the file at `path`, created or truncated.
@@ -278,59 +278,13 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
   {
   }
 
-  /**
-   * @brief Allocates `bytes` from the upstream in the order of `stream`, and logs it.
-   * @throws whatever the upstream throws, after logging an `allocate failure` line.
-   */
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = default_alignment)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    return logged_allocate(stream.get(), bytes, [&] {
-      return detail::stream_allocate(upstream_, stream, bytes, alignment);
-    });
-  }
-
-  /** @brief Logs the free, then frees `ptr` to the upstream in the order of `stream`. */
-  void deallocate(cuda::stream_ref stream,
-                  void* ptr,
-                  std::size_t bytes,
-                  std::size_t alignment = default_alignment) noexcept
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    log_->write(detail::log_line{"free", ptr, bytes, stream.get()});
-    detail::stream_deallocate(upstream_, stream, ptr, bytes, alignment);
-  }
-
-  /**
-   * @brief Allocates `bytes` from the upstream synchronously, and logs it (stream `0`).
-   * @throws whatever the upstream throws, after logging an `allocate failure` line.
-   */
-  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    return logged_allocate(
-      cudaStream_t{}, bytes, [&] { return detail::sync_allocate(upstream_, bytes, alignment); });
-  }
-
-  /** @brief Logs the free (stream `0`), then frees `ptr` to the upstream synchronously. */
-  void deallocate_sync(void* ptr,
-                       std::size_t bytes,
-                       std::size_t alignment = default_alignment) noexcept
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    log_->write(detail::log_line{"free", ptr, bytes, cudaStream_t{}});
-    detail::sync_deallocate(upstream_, ptr, bytes, alignment);
-  }
-
-  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
-  using detail::compat_members<logging_adaptor<Upstream>>::allocate;
-  using detail::compat_members<logging_adaptor<Upstream>>::deallocate;
+  /// `allocate(stream, bytes, alignment)` / `deallocate(stream, ptr, bytes, alignment)` when the
+  /// upstream allocates in stream order, `allocate_sync` / `deallocate_sync` (logged with stream
+  /// `0`) when it allocates synchronously; CCCL 3.0's names before CCCL 3.1. A free is logged
+  /// before it reaches the upstream; an allocation that throws is logged as `allocate failure`,
+  /// then its exception is rethrown.
+  using detail::forwarding_members<logging_adaptor<Upstream>, Upstream>::allocate;
+  using detail::forwarding_members<logging_adaptor<Upstream>, Upstream>::deallocate;
 
   /** @brief Writes the buffered lines out and flushes the stream or file. */
   void flush() { log_->flush(); }
@@ -345,18 +299,32 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
   }
 
  private:
-  template <class Allocate>
-  void* logged_allocate(cudaStream_t stream, std::size_t bytes, Allocate&& allocate_upstream)
+  friend detail::forwarding_members<logging_adaptor, Upstream>;
+
+  template <class Calls>
+  void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
   {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
     void* ptr = nullptr;
     try {
-      ptr = std::forward<Allocate>(allocate_upstream)();
+      ptr = upstream.allocate(bytes, alignment);
     } catch (...) {
-      log_->write(detail::log_line{"allocate failure", nullptr, bytes, stream});
+      log_->write(detail::log_line{"allocate failure", nullptr, bytes, upstream.stream.get()});
       throw;
     }
-    log_->write(detail::log_line{"allocate", ptr, bytes, stream});
+    log_->write(detail::log_line{"allocate", ptr, bytes, upstream.stream.get()});
     return ptr;
+  }
+
+  template <class Calls>
+  void deallocate_with(Calls const& upstream,
+                       void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment) noexcept
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    log_->write(detail::log_line{"free", ptr, bytes, upstream.stream.get()});
+    upstream.deallocate(ptr, bytes, alignment);
   }
 
   static decltype(auto) nvtx_range_names() noexcept

@@ -8,16 +8,15 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
-#include <rmm_next/detail/upstream_passthrough.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -132,8 +131,7 @@ class prefetch_state {
  */
 template <class Upstream>
 class prefetch_adaptor : public cuda::forward_property<prefetch_adaptor<Upstream>, Upstream>,
-                         public detail::compat_members<prefetch_adaptor<Upstream>>,
-                         public detail::upstream_passthrough<Upstream> {
+                         public detail::forwarding_members<prefetch_adaptor<Upstream>, Upstream> {
  public:
   /**
    * @brief Prefetches what `upstream` allocates to `device`.
@@ -146,67 +144,22 @@ class prefetch_adaptor : public cuda::forward_property<prefetch_adaptor<Upstream
    */
   template <detail::upstream_argument<prefetch_adaptor, Upstream> Arg = Upstream>
   prefetch_adaptor(Arg&& upstream, int device)
-    : detail::upstream_passthrough<Upstream>(std::forward<Arg>(upstream)),
+    : upstream_(std::forward<Arg>(upstream)),
       state_{std::make_shared<detail::prefetch_state>(device)}
   {
     check_managed();
   }
 
-  /**
-   * @brief Allocates `bytes` from the upstream in the order of `stream` and prefetches them to the
-   * device on `stream`.
-   * @throws cuda_error when the prefetch fails (the block is freed again); whatever the upstream
-   * throws.
-   */
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = default_alignment)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    void* ptr = detail::stream_allocate(this->mutable_upstream(), stream, bytes, alignment);
-    if (ptr != nullptr) {
-      if (cudaError_t const s = detail::prefetch_to_device(ptr, bytes, device(), stream.get());
-          s != cudaSuccess) {
-        (void)cudaGetLastError();
-        this->deallocate(stream, ptr, bytes, alignment);
-        detail::throw_cuda_error(s, "cudaMemPrefetchAsync", "prefetch_adaptor");
-      }
-    }
-    return ptr;
-  }
+  /// `allocate(stream, bytes, alignment)` when the upstream allocates in stream order: the
+  /// upstream's block, prefetched to the device on `stream`. `allocate_sync` when it allocates
+  /// synchronously: the block prefetched on the adaptor's stream, waited for. A failed prefetch
+  /// frees the block again and throws `cuda_error`; whatever the upstream throws passes through.
+  /// Frees go straight to the upstream. CCCL 3.0's names before CCCL 3.1.
+  using detail::forwarding_members<prefetch_adaptor<Upstream>, Upstream>::allocate;
+  using detail::forwarding_members<prefetch_adaptor<Upstream>, Upstream>::deallocate;
 
-  /**
-   * @brief Allocates `bytes` from the upstream synchronously, prefetches them to the device on the
-   * adaptor's stream and waits for that prefetch.
-   * @throws cuda_error when the prefetch fails (the block is freed again); whatever the upstream
-   * throws.
-   */
-  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    void* ptr = detail::sync_allocate(this->mutable_upstream(), bytes, alignment);
-    if (ptr != nullptr) {
-      cudaStream_t const stream = state_->stream();
-      char const* call          = "cudaMemPrefetchAsync";
-      cudaError_t s             = detail::prefetch_to_device(ptr, bytes, device(), stream);
-      if (s == cudaSuccess) {
-        call = "cudaStreamSynchronize";
-        s    = cudaStreamSynchronize(stream);
-      }
-      if (s != cudaSuccess) {
-        (void)cudaGetLastError();
-        this->deallocate_sync(ptr, bytes, alignment);
-        detail::throw_cuda_error(s, call, "prefetch_adaptor");
-      }
-    }
-    return ptr;
-  }
-
-  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
-  using detail::compat_members<prefetch_adaptor<Upstream>>::allocate;
-  using detail::compat_members<prefetch_adaptor<Upstream>>::deallocate;
-  /// Frees pass straight to the upstream.
-  using detail::upstream_passthrough<Upstream>::deallocate;
+  /** @brief The resource (or ref) the adaptor allocates from. */
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
 
   /** @brief The device the adaptor prefetches to. */
   [[nodiscard]] int device() const noexcept { return state_->device(); }
@@ -218,24 +171,57 @@ class prefetch_adaptor : public cuda::forward_property<prefetch_adaptor<Upstream
   }
 
  private:
+  friend detail::forwarding_members<prefetch_adaptor, Upstream>;
+
+  template <class Calls>
+  void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
+  {
+    void* ptr = upstream.allocate(bytes, alignment);
+    if (ptr == nullptr) { return ptr; }
+    // A synchronous block must be usable at once: prefetched on a stream of ours, waited for.
+    cudaStream_t const stream = Calls::synchronous ? state_->stream() : upstream.stream.get();
+    char const* call          = "cudaMemPrefetchAsync";
+    cudaError_t s             = detail::prefetch_to_device(ptr, bytes, device(), stream);
+    if (s == cudaSuccess && Calls::synchronous) {
+      call = "cudaStreamSynchronize";
+      s    = cudaStreamSynchronize(stream);
+    }
+    if (s != cudaSuccess) {
+      (void)cudaGetLastError();
+      upstream.deallocate(ptr, bytes, alignment);
+      detail::throw_cuda_error(s, call, "prefetch_adaptor");
+    }
+    return ptr;
+  }
+
+  template <class Calls>
+  void deallocate_with(Calls const& upstream,
+                       void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment) noexcept
+  {
+    upstream.deallocate(ptr, bytes, alignment);
+  }
+
+  /** @brief The upstream bound as a probe allocates from it: synchronously when it can. */
+  auto probe_calls()
+  {
+    if constexpr (detail::synchronous_upstream<Upstream>) {
+      return detail::synchronous_calls<Upstream>{upstream_};
+    } else {
+      return detail::stream_ordered_calls<Upstream>{upstream_, cuda::stream_ref{state_->stream()}};
+    }
+  }
+
   /** @brief Throws `not_supported` unless a probe block of the upstream is managed memory. */
   void check_managed()
   {
     constexpr std::size_t bytes = default_alignment;
-    cuda::stream_ref const stream{state_->stream()};
-    void* ptr{};
-    if constexpr (detail::synchronous_upstream<Upstream>) {
-      ptr = detail::sync_allocate(this->mutable_upstream(), bytes, default_alignment);
-    } else {
-      ptr = detail::stream_allocate(this->mutable_upstream(), stream, bytes, default_alignment);
-    }
+    auto const upstream         = probe_calls();
+    void* ptr                   = upstream.allocate(bytes, default_alignment);
     cudaPointerAttributes attributes{};
     cudaError_t const s = cudaPointerGetAttributes(&attributes, ptr);
-    if constexpr (detail::synchronous_upstream<Upstream>) {
-      this->deallocate_sync(ptr, bytes, default_alignment);
-    } else {
-      this->deallocate(stream, ptr, bytes, default_alignment);
-    }
+    upstream.deallocate(ptr, bytes, default_alignment);
     if (s != cudaSuccess) {
       detail::throw_cuda_error(s, "cudaPointerGetAttributes", "prefetch_adaptor");
     }
@@ -248,6 +234,7 @@ class prefetch_adaptor : public cuda::forward_property<prefetch_adaptor<Upstream
     }
   }
 
+  Upstream upstream_;
   std::shared_ptr<detail::prefetch_state> state_;
 };
 

@@ -32,5 +32,11 @@
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_context.hpp>
 
+#include <rmm_next/aligned_adaptor.hpp>
+#include <rmm_next/failure_callback_adaptor.hpp>
+#include <rmm_next/limiting_adaptor.hpp>
+#include <rmm_next/logging_adaptor.hpp>
+#include <rmm_next/prefetch_adaptor.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
+#include <rmm_next/tracking_adaptor.hpp>

@@ -8,8 +8,8 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
@@ -133,7 +133,7 @@ struct statistics_adaptor_nvtx;
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI statistics_adaptor
   : public cuda::forward_property<statistics_adaptor<Upstream>, Upstream>,
-    public detail::compat_members<statistics_adaptor<Upstream>> {
+    public detail::forwarding_members<statistics_adaptor<Upstream>, Upstream> {
  public:
   /** @brief Counts what goes to `upstream`, from zero. */
   template <detail::upstream_argument<statistics_adaptor, Upstream> Arg = Upstream>
@@ -143,60 +143,13 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   {
   }
 
-  /**
-   * @brief Allocates `bytes` from the upstream in the order of `stream`, and counts them.
-   * @throws whatever the upstream throws (nothing is counted then).
-   */
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = default_alignment)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr = detail::stream_allocate(upstream_, stream, bytes, alignment);
-    if (ptr != nullptr) { counters_->record_allocation(bytes); }
-    return ptr;
-  }
-
-  /** @brief Uncounts `bytes` and frees `ptr` to the upstream in the order of `stream`. */
-  void deallocate(cuda::stream_ref stream,
-                  void* ptr,
-                  std::size_t bytes,
-                  std::size_t alignment = default_alignment) noexcept
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
-    detail::stream_deallocate(upstream_, stream, ptr, bytes, alignment);
-  }
-
-  /**
-   * @brief Allocates `bytes` from the upstream synchronously, and counts them.
-   * @throws whatever the upstream throws (nothing is counted then).
-   */
-  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr = detail::sync_allocate(upstream_, bytes, alignment);
-    if (ptr != nullptr) { counters_->record_allocation(bytes); }
-    return ptr;
-  }
-
-  /** @brief Uncounts `bytes` and frees `ptr` to the upstream synchronously. */
-  void deallocate_sync(void* ptr,
-                       std::size_t bytes,
-                       std::size_t alignment = default_alignment) noexcept
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
-    detail::sync_deallocate(upstream_, ptr, bytes, alignment);
-  }
-
-  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
-  using detail::compat_members<statistics_adaptor<Upstream>>::allocate;
-  using detail::compat_members<statistics_adaptor<Upstream>>::deallocate;
+  /// `allocate(stream, bytes, alignment)` / `deallocate(stream, ptr, bytes, alignment)` when the
+  /// upstream allocates in stream order, `allocate_sync` / `deallocate_sync` when it allocates
+  /// synchronously; CCCL 3.0's names before CCCL 3.1. An allocation counts once the upstream
+  /// returns it and stops counting when it is freed; whatever the upstream throws passes through,
+  /// with nothing counted.
+  using detail::forwarding_members<statistics_adaptor<Upstream>, Upstream>::allocate;
+  using detail::forwarding_members<statistics_adaptor<Upstream>, Upstream>::deallocate;
 
   /** @brief The counters now: bytes and allocations, each current, peak and total. */
   [[nodiscard]] allocation_statistics statistics() const noexcept { return counters_->snapshot(); }
@@ -214,6 +167,28 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   }
 
  private:
+  friend detail::forwarding_members<statistics_adaptor, Upstream>;
+
+  template <class Calls>
+  void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
+  {
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    void* ptr = upstream.allocate(bytes, alignment);
+    if (ptr != nullptr) { counters_->record_allocation(bytes); }
+    return ptr;
+  }
+
+  template <class Calls>
+  void deallocate_with(Calls const& upstream,
+                       void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment) noexcept
+  {
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
+    upstream.deallocate(ptr, bytes, alignment);
+  }
+
   static decltype(auto) nvtx_range_names() noexcept
   {
     return detail::nvtx_names<detail::statistics_adaptor_nvtx>("statistics_adaptor");

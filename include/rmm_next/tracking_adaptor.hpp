@@ -8,8 +8,8 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/stack_trace.hpp>
@@ -252,7 +252,7 @@ struct tracking_adaptor_nvtx;
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI tracking_adaptor
   : public cuda::forward_property<tracking_adaptor<Upstream>, Upstream>,
-    public detail::compat_members<tracking_adaptor<Upstream>> {
+    public detail::forwarding_members<tracking_adaptor<Upstream>, Upstream> {
  public:
   /** @brief Tracks what goes to `upstream`; `options` choose stack traces and the final report. */
   template <detail::upstream_argument<tracking_adaptor, Upstream> Arg = Upstream>
@@ -262,60 +262,13 @@ class RMM_NEXT_NVTX_ABI tracking_adaptor
   {
   }
 
-  /**
-   * @brief Allocates `bytes` from the upstream in the order of `stream`, and records it.
-   * @throws whatever the upstream throws (nothing is recorded then).
-   */
-  [[nodiscard]] void* allocate(cuda::stream_ref stream,
-                               std::size_t bytes,
-                               std::size_t alignment = default_alignment)
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr = detail::stream_allocate(upstream_, stream, bytes, alignment);
-    record(ptr, bytes, alignment, stream.get());
-    return ptr;
-  }
-
-  /** @brief Forgets `ptr` and frees it to the upstream in the order of `stream`. */
-  void deallocate(cuda::stream_ref stream,
-                  void* ptr,
-                  std::size_t bytes,
-                  std::size_t alignment = default_alignment) noexcept
-    requires detail::stream_ordered_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    if (ptr != nullptr) { registry_->remove(ptr); }
-    detail::stream_deallocate(upstream_, stream, ptr, bytes, alignment);
-  }
-
-  /**
-   * @brief Allocates `bytes` from the upstream synchronously, and records it (stream nullptr).
-   * @throws whatever the upstream throws (nothing is recorded then).
-   */
-  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().allocate};
-    void* ptr = detail::sync_allocate(upstream_, bytes, alignment);
-    record(ptr, bytes, alignment, cudaStream_t{});
-    return ptr;
-  }
-
-  /** @brief Forgets `ptr` and frees it to the upstream synchronously. */
-  void deallocate_sync(void* ptr,
-                       std::size_t bytes,
-                       std::size_t alignment = default_alignment) noexcept
-    requires detail::synchronous_upstream<Upstream>
-  {
-    detail::nvtx_range const range{nvtx_range_names().deallocate};
-    if (ptr != nullptr) { registry_->remove(ptr); }
-    detail::sync_deallocate(upstream_, ptr, bytes, alignment);
-  }
-
-  /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
-  using detail::compat_members<tracking_adaptor<Upstream>>::allocate;
-  using detail::compat_members<tracking_adaptor<Upstream>>::deallocate;
+  /// `allocate(stream, bytes, alignment)` / `deallocate(stream, ptr, bytes, alignment)` when the
+  /// upstream allocates in stream order, `allocate_sync` / `deallocate_sync` (recorded with stream
+  /// nullptr) when it allocates synchronously; CCCL 3.0's names before CCCL 3.1. An allocation is
+  /// recorded when the upstream returns it and forgotten when it is freed; whatever the upstream
+  /// throws passes through, with nothing recorded.
+  using detail::forwarding_members<tracking_adaptor<Upstream>, Upstream>::allocate;
+  using detail::forwarding_members<tracking_adaptor<Upstream>, Upstream>::deallocate;
 
   /** @brief The live allocations, oldest first (stack traces as text when enabled). */
   [[nodiscard]] std::vector<tracked_allocation> outstanding() const
@@ -352,24 +305,32 @@ class RMM_NEXT_NVTX_ABI tracking_adaptor
   }
 
  private:
-  void record(void* ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream)
+  friend detail::forwarding_members<tracking_adaptor, Upstream>;
+
+  template <class Calls>
+  void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
   {
-    if (ptr == nullptr) { return; }
+    detail::nvtx_range const range{nvtx_range_names().allocate};
+    void* ptr = upstream.allocate(bytes, alignment);
+    if (ptr == nullptr) { return ptr; }
     try {
-      registry_->add(ptr, bytes, alignment, stream);
+      registry_->add(ptr, bytes, alignment, upstream.stream.get());
     } catch (...) {  // out of host memory for the record (not stored): give the block back
-      free_to_upstream(stream, ptr, bytes, alignment);
+      upstream.deallocate(ptr, bytes, alignment);
       throw;
     }
+    return ptr;
   }
 
-  void free_to_upstream(cudaStream_t stream, void* ptr, std::size_t bytes, std::size_t alignment)
+  template <class Calls>
+  void deallocate_with(Calls const& upstream,
+                       void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment) noexcept
   {
-    if constexpr (detail::stream_ordered_upstream<Upstream>) {
-      detail::stream_deallocate(upstream_, cuda::stream_ref{stream}, ptr, bytes, alignment);
-    } else {
-      detail::sync_deallocate(upstream_, ptr, bytes, alignment);
-    }
+    detail::nvtx_range const range{nvtx_range_names().deallocate};
+    if (ptr != nullptr) { registry_->remove(ptr); }
+    upstream.deallocate(ptr, bytes, alignment);
   }
 
   static decltype(auto) nvtx_range_names() noexcept

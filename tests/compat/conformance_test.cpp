@@ -97,9 +97,21 @@ static_assert(
   std::is_constructible_v<device_async_resource_ref,
                           logging_adaptor<tracking_adaptor<device_async_resource_ref>>&>);
 
-// ---- Run time ----------------------------------------------------------------------------------
-
-cuda::stream_ref const no_stream{cudaStream_t{}};
+// The aligned, limiting, failure-callback and prefetch adaptors, likewise.
+static_assert(stream_ordered_handle<aligned_adaptor<async_pinned_resource>, device_mr, host_mr>);
+static_assert(binds_to_every_ref<aligned_adaptor<async_pinned_resource>>);
+static_assert(binds_to_device_refs<aligned_adaptor<thread_cache_adaptor<async_device_resource>>>);
+static_assert(stream_ordered_handle<limiting_adaptor<async_device_resource>, device_mr>);
+static_assert(binds_to_device_refs<limiting_adaptor<async_device_resource>>);
+static_assert(std::is_constructible_v<device_resource_ref, limiting_adaptor<device_resource_ref>&>);
+static_assert(
+  stream_ordered_handle<failure_callback_adaptor<async_managed_resource>, device_mr, host_mr>);
+static_assert(binds_to_every_ref<failure_callback_adaptor<async_managed_resource>>);
+static_assert(stream_ordered_handle<prefetch_adaptor<async_managed_resource>, device_mr, host_mr>);
+static_assert(binds_to_every_ref<prefetch_adaptor<async_managed_resource>>);
+static_assert(std::is_constructible_v<
+              device_async_resource_ref,
+              limiting_adaptor<tracking_adaptor<thread_cache_adaptor<async_device_resource>>>&>);
 
 // A literal 0 (or nullptr) in the stream's place does not compile: either no overload takes it
 // (CCCL 3.1 and later refuse int and nullptr as a cuda::stream_ref, and CCCL's own refs have
@@ -150,6 +162,13 @@ static_assert(!compiles_with_literal_stream<host_async_resource_ref>);
 static_assert(!compiles_with_literal_stream<device_resource_ref>);
 static_assert(!compiles_with_literal_stream<host_device_resource_ref>);
 static_assert(!compiles_with_literal_stream<host_resource_ref>);
+static_assert(!compiles_with_literal_stream<aligned_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<limiting_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<tracking_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<logging_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<failure_callback_adaptor<async_device_resource>>);
+static_assert(!compiles_with_literal_stream<prefetch_adaptor<async_managed_resource>>);
+static_assert(!compiles_with_literal_stream<limiting_adaptor<device_resource_ref>>);
 
 // The size type itself stays what it is: CCCL 3.0's synchronous allocate(bytes, alignment), which
 // CCCL 3.0's concepts require, and nothing from CCCL 3.1 on.
@@ -172,6 +191,10 @@ static_assert(has_cccl30_async_allocate<async_device_resource>);
 static_assert(has_cccl30_sync_allocate<statistics_adaptor<async_pinned_resource>>);
 static_assert(has_cccl30_async_allocate<thread_cache_adaptor<async_device_resource>>);
 #endif
+
+// ---- Run time ----------------------------------------------------------------------------------
+
+cuda::stream_ref const no_stream{cudaStream_t{}};
 
 TEST(conformance, refs_bind_to_an_adaptor_over_a_ref)
 {

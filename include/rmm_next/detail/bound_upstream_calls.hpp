@@ -8,6 +8,8 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 
 /**
@@ -23,6 +25,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 /** @brief `upstream`'s stream-ordered members, on `stream`. */
 template <stream_ordered_upstream Upstream>
 struct stream_ordered_calls {
+  static constexpr bool synchronous = false;
   Upstream& upstream;
   cuda::stream_ref stream;
 
@@ -40,7 +43,10 @@ struct stream_ordered_calls {
 /** @brief `upstream`'s synchronous members. */
 template <synchronous_upstream Upstream>
 struct synchronous_calls {
+  static constexpr bool synchronous = true;
   Upstream& upstream;
+  /** @brief What an adaptor that names a stream says for a synchronous call: the default one. */
+  cuda::stream_ref stream{cudaStream_t{}};
 
   [[nodiscard]] void* allocate(std::size_t bytes, std::size_t alignment) const
   {
