@@ -74,9 +74,9 @@ void stack(cudaStream_t stream)
 
   void* p = mr.allocate(stream, 1000);  // counted as 1024 bytes of the limit
   std::printf("%zu bytes in use, %zu live allocation(s)\n",
-              mr.bytes_in_use(),                             // 1024
+              mr.bytes_in_use(),                            // 1024
               mr.upstream_resource().count_outstanding());  // 1
-  mr.deallocate(stream, p, 1000);  // into this thread's cache for `stream`
+  mr.deallocate(stream, p, 1000);                           // into this thread's cache for `stream`
   // [stack end]
   expect(mr.bytes_in_use() == 0, "stack: nothing in use after the free");
   expect(mr.upstream_resource().count_outstanding() == 0, "stack: nothing outstanding");
