@@ -17,6 +17,7 @@
 #include <rmm_next/resource_ref.hpp>
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -170,7 +171,7 @@ class aligned_adaptor : public cuda::forward_property<aligned_adaptor<Upstream>,
 
   static std::size_t checked_alignment(std::size_t alignment)
   {
-    if (!detail::is_power_of_two(alignment)) {
+    if (!std::has_single_bit(alignment)) {
       detail::throw_error<std::invalid_argument>(
         name,
         "alignment " + std::to_string(alignment) +

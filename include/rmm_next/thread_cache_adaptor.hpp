@@ -559,8 +559,7 @@ class thread_cache_adaptor
 
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
   {
-    return bytes != 0 && bytes <= state_->max_block_size_ && alignment <= default_alignment &&
-           detail::is_valid_alignment(alignment);
+    return bytes != 0 && bytes <= state_->max_block_size_ && detail::is_valid_alignment(alignment);
   }
 
   /** @brief The context a default-stream handle names (the current one); null for others. */

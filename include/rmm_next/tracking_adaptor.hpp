@@ -91,8 +91,6 @@ class allocation_registry {
     if (!inserted) {  // handed out again without a free seen here: the newer entry replaces it
       s.bytes -= it->second.bytes;
       it->second = std::move(entry);
-    } else {
-      ++s.count;
     }
     s.bytes += bytes;
   }
@@ -108,7 +106,6 @@ class allocation_registry {
       return false;
     }
     s.bytes -= it->second.bytes;
-    --s.count;
     s.live.erase(it);
     return true;
   }
@@ -134,8 +131,14 @@ class allocation_registry {
     return list;
   }
 
-  [[nodiscard]] std::size_t bytes() const noexcept { return sum(&shard::bytes); }
-  [[nodiscard]] std::size_t count() const noexcept { return sum(&shard::count); }
+  [[nodiscard]] std::size_t bytes() const noexcept
+  {
+    return sum([](shard const& s) { return s.bytes; });
+  }
+  [[nodiscard]] std::size_t count() const noexcept
+  {
+    return sum([](shard const& s) { return s.live.size(); });
+  }
   [[nodiscard]] std::size_t untracked_frees() const noexcept
   {
     return untracked_frees_.load(std::memory_order_relaxed);
@@ -184,7 +187,6 @@ class allocation_registry {
     mutable std::mutex mutex;
     std::unordered_map<void*, record> live;
     std::size_t bytes = 0;
-    std::size_t count = 0;
   };
 
   static constexpr std::size_t shard_count = 64;
@@ -196,12 +198,13 @@ class allocation_registry {
     return shards_[((bits >> 8) ^ (bits >> 16) ^ (bits >> 24)) % shard_count];
   }
 
-  std::size_t sum(std::size_t shard::* member) const noexcept
+  template <class Of>
+  std::size_t sum(Of of) const noexcept
   {
     std::size_t total = 0;
     for (shard const& s : shards_) {
       std::lock_guard const lock{s.mutex};
-      total += s.*member;
+      total += of(s);
     }
     return total;
   }

@@ -4,10 +4,12 @@
  */
 #pragma once
 
+#include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -22,8 +24,11 @@
 
 namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 
-/** @brief True when `n` is a power of two (1, 2, 4, ...); false for 0. */
-constexpr bool is_power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
+/** @brief True for the alignments the async resources accept: powers of two up to 256. */
+constexpr bool is_valid_alignment(std::size_t alignment) noexcept
+{
+  return std::has_single_bit(alignment) && alignment <= default_alignment;
+}
 
 /**
  * @brief Rounds `n` up to a multiple of `multiple` (a power of two) into `out`.
@@ -48,7 +53,7 @@ inline void* align_pointer_up(void* ptr, std::size_t alignment) noexcept
 /** @brief Throws `bad_alloc` from `what` unless `alignment` is a power of two. */
 inline void check_power_of_two_alignment(std::string_view what, std::size_t alignment)
 {
-  if (!is_power_of_two(alignment)) {
+  if (!std::has_single_bit(alignment)) {
     throw_error<bad_alloc>(what,
                            "alignment " + std::to_string(alignment) +
                              " is not a power of two; pass 1, 2, 4, ... (256 by default)");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_queries.hpp>
@@ -41,12 +42,6 @@ template <class Source>
 inline constexpr bool is_pool_source =
   std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool> ||
   std::is_same_v<Source, pool_options> || std::is_same_v<Source, cudaMemPool_t>;
-
-/** @brief True for the alignments the async resources accept: powers of two up to 256. */
-constexpr bool is_valid_alignment(std::size_t alignment) noexcept
-{
-  return alignment != 0 && alignment <= default_alignment && (alignment & (alignment - 1)) == 0;
-}
 
 [[noreturn]] inline void throw_bad_alignment(memory_kind kind, std::size_t alignment)
 {
