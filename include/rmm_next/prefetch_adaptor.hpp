@@ -8,13 +8,12 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
+#include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
-#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
@@ -25,6 +24,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -79,30 +79,18 @@ class prefetch_state {
                                    std::to_string(device_) +
                                    " reports 0; allocate without the adaptor on this device");
     }
-    device_guard const guard{device_};
-    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-                      "prefetch_adaptor");
-    watch_runtime_teardown();
+    stream_.emplace(device_, "prefetch_adaptor");
   }
 
   prefetch_state(prefetch_state const&)            = delete;
   prefetch_state& operator=(prefetch_state const&) = delete;
 
-  ~prefetch_state()
-  {
-    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
-    device_guard const on_device{device_, std::nothrow};
-    if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
-      report_release_failure(s, "cudaStreamDestroy");
-    }
-  }
-
   [[nodiscard]] int device() const noexcept { return device_; }
-  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_->get(); }
 
  private:
   int device_;
-  cudaStream_t stream_{};
+  std::optional<owned_stream> stream_;  ///< made once the device is known to take prefetches
 };
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 
@@ -61,14 +62,8 @@ class pool_state {
       device_{device},
       allocation_name_{detail::allocation_name(kind, device, pool)}
   {
-    // A stream of the resource's own, non-blocking, so that synchronous allocations wait neither
-    // for the legacy default stream nor for any other stream's work. If this throws, `owner_`
-    // destroys the pool.
-    device_guard guard{device};
-    RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    context_ =
-      current_context_or_null();  // the device's primary context, which the guard made current
-    watch_runtime_teardown();
+    // Synchronous allocations run on it. If this throws, `owner_` destroys the pool.
+    stream_.emplace(device);
   }
 
   pool_state(pool_state const&)            = delete;
@@ -84,19 +79,17 @@ class pool_state {
     // On the pool's device: on a thread without a current context, the runtime would otherwise
     // make device 0's primary context for these calls.
     device_guard const on_device{device_, std::nothrow};
-    if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
-      report_release_failure(s, "cudaStreamDestroy");
-    }
+    stream_.reset();
     owner_.reset();  // destroys an owned pool
   }
 
-  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_->get(); }
 
   /**
    * @brief The primary context of the resource's device (null if the driver could not say): the
    * context of every stream the runtime creates on that device.
    */
-  [[nodiscard]] CUcontext context() const noexcept { return context_; }
+  [[nodiscard]] CUcontext context() const noexcept { return stream_->context(); }
 
   /** @brief What tools call the pool's allocations (`allocation_name`). */
   [[nodiscard]] char const* allocation_name() const noexcept { return allocation_name_.data(); }
@@ -118,9 +111,8 @@ class pool_state {
  private:
   cudaMemPool_t pool_;
   owned_pool owner_;
-  int device_;  ///< the device the resource works for
-  cudaStream_t stream_{};
-  CUcontext context_{};
+  int device_;                                ///< the device the resource works for
+  std::optional<owned_stream> stream_;        ///< the resource's own (never empty once constructed)
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
   std::array<char, 50> allocation_name_;
 };
