@@ -26,7 +26,6 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
-#include <chrono>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -106,8 +105,7 @@ void alloc_free(benchmark::State& state, Resource* resource, variant v, std::siz
   });
 }
 
-constexpr std::size_t pairs_per_block = 128;
-constexpr int paired_iterations       = 200;
+constexpr int paired_iterations = 200;
 
 /** @brief Blocks of raw and wrapped pairs, alternating; reports the ratio of their medians. */
 template <class Resource>
@@ -116,39 +114,8 @@ void alloc_free_paired(benchmark::State& state, Resource* resource, variant v, s
   guarded(state, [&] {
     cudaStream_t const stream = thread_stream(0);
     with_pair(variant::raw, *resource, [&](auto raw) {
-      with_pair(v, *resource, [&](auto wrapped) {
-        using clock = std::chrono::steady_clock;
-        auto block  = [&](auto& pair) {
-          auto const start = clock::now();
-          for (std::size_t i = 0; i < pairs_per_block; ++i) {
-            pair(bytes, stream);
-          }
-          auto const stop = clock::now();
-          check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // not timed
-          return std::chrono::duration<double, std::nano>(stop - start).count() /
-                 static_cast<double>(pairs_per_block);
-        };
-        block(raw);  // warm-up
-        block(wrapped);
-        std::vector<double> raw_ns;
-        std::vector<double> wrapped_ns;
-        bool raw_first = true;
-        for (auto _ : state) {
-          if (raw_first) {
-            raw_ns.push_back(block(raw));
-            wrapped_ns.push_back(block(wrapped));
-          } else {
-            wrapped_ns.push_back(block(wrapped));
-            raw_ns.push_back(block(raw));
-          }
-          raw_first = !raw_first;
-        }
-        double const raw_median      = median(raw_ns);
-        double const wrapped_median  = median(wrapped_ns);
-        state.counters["raw_ns"]     = raw_median;
-        state.counters["wrapped_ns"] = wrapped_median;
-        state.counters["ratio"]      = raw_median > 0.0 ? wrapped_median / raw_median : 0.0;
-      });
+      with_pair(
+        v, *resource, [&](auto wrapped) { paired_blocks(state, stream, bytes, raw, wrapped); });
     });
   });
 }

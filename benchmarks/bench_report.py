@@ -576,6 +576,49 @@ def nvtx_section(res: Results, target: float) -> list[str]:
     return out + [""]
 
 
+# Adaptors whose overhead over their upstream has a target (adaptor_overhead_bench); the others
+# report their figure. prefetch_by_hand is the prefetch adaptor against the same prefetch written
+# by hand after the upstream's allocation: the adaptor's own cost.
+ADAPTOR_TARGETS = {"aligned": 0.05, "limiting": 0.05, "prefetch_by_hand": 0.05}
+ADAPTORS = ["statistics", "aligned", "limiting", "tracking", "tracking_stacks", "logging",
+            "failure_callback", "prefetch", "prefetch_by_hand"]
+
+
+def adaptor_section(res: Results, summary: list[str]) -> list[str]:
+    out = intro(
+        "Adaptor overhead",
+        "One stream-ordered allocate + deallocate pair through each adaptor against the same pair "
+        "on its upstream (`async_device_resource` on the current pool; `async_managed_resource` "
+        "for prefetch), in blocks of 128 pairs that alternate inside one run; medians over blocks, "
+        "ns per pair, and their ratio. *aligned*: 4 KiB alignment from 64 KiB on; *limiting*: a "
+        "limit far above use; *tracking_stacks*: with stack traces; *logging*: to a file; "
+        "*failure_callback*: never called. *prefetch* includes its `cudaMemPrefetchAsync`; "
+        "*prefetch_by_hand* compares it with the upstream pair plus the same prefetch written by "
+        "hand. Targets: at most 5 % for aligned, limiting and prefetch (by hand); bold: above it.",
+    )
+    rows, misses = [], []
+    for name in ADAPTORS:
+        for bytes_ in sizes_of(res, "adaptor_overhead", 2):
+            tokens = ("adaptor_overhead", name, str(bytes_))
+            up = res.counter("upstream_ns", *tokens)
+            ad = res.counter("adaptor_ns", *tokens)
+            if up is None and ad is None:
+                continue
+            target = ADAPTOR_TARGETS.get(name)
+            q = ratio(ad, up)
+            cell = fmt_ratio(q, target if target is not None else float("inf"))
+            if target is not None and q is not None and q > 1 + target:
+                misses.append(f"{name} at {size_label(bytes_)} ({(q - 1) * 100:+.1f} %)")
+            rows.append([name, size_label(bytes_), fmt(up), fmt(ad), cell,
+                         "≤ 5 %" if target is not None else "–"])
+    out += table(["adaptor", "size", "upstream ns", "adaptor ns", "ratio", "target"], rows,
+                 align=["l", "l", "r", "r", "r", "l"])
+    if rows:
+        summary.append("Adaptor overhead, target ≤ 5 % for aligned, limiting and prefetch: " +
+                       ("met" if not misses else "not met for " + ", ".join(misses)) + ".")
+    return out + [""]
+
+
 STANDARD_FIELDS = {
     "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
     "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
@@ -886,7 +929,9 @@ def main() -> int:
     if "per_device_resource_map" in runs:
         body += per_device_section(runs["per_device_resource_map"], args.current_ref_target,
                                    summary)
-    known = {"alloc_free", "random_allocations", "thread_scaling", "allocate_sync", "nvtx",
+    if "adaptor_overhead" in runs:
+        body += adaptor_section(runs["adaptor_overhead"], summary)
+    known = {"adaptor_overhead", "alloc_free", "random_allocations", "thread_scaling", "allocate_sync", "nvtx",
              "mixed_pattern", "mixed_pattern_rmm", "per_device_resource_map"}
     for name, res in runs.items():
         if name not in known:

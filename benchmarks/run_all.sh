@@ -16,6 +16,7 @@
 #   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
 #   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
 #   RMM_NEXT_BENCH_ALLOW_DEBUG  1: run even when Google Benchmark is a debug build
+#   RMM_NEXT_BENCH_COMMIT       the commit named in the report (default: git rev-parse HEAD)
 # About three minutes with the defaults. Exits non-zero when a benchmark or the report failed;
 # the report is made from whatever did run (a program that failed leaves no JSON).
 #
@@ -29,7 +30,7 @@
 set -uo pipefail
 
 if [[ $# -lt 2 || $# -gt 3 ]]; then
-  sed -n '8,29p' "$0" >&2
+  sed -n '8,30p' "$0" >&2
   exit 64
 fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -41,10 +42,10 @@ repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
 benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
-            nvtx mixed_pattern mixed_pattern_rmm)
+            nvtx mixed_pattern mixed_pattern_rmm adaptor_overhead)
 if [[ -x $bench_dir/mixed_pattern_rmm_bench ]]; then  # it runs the same benchmarks and more
   benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
-              nvtx mixed_pattern_rmm)
+              nvtx mixed_pattern_rmm adaptor_overhead)
 fi
 
 # ---- Google Benchmark must be a Release build ----------------------------------------------------
@@ -73,7 +74,7 @@ fi
 gpu_csv=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 smi_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)
 nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')
-commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)
+commit=${RMM_NEXT_BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)}
 GPU_CSV=$gpu_csv SMI_CUDA=$smi_cuda NVCC_VERSION=$nvcc_version COMMIT=$commit \
 REPETITIONS=$repetitions GBENCH_BUILD=$gbench_build \
 python3 - "$out_dir/context.json" <<'EOF' || exit 1

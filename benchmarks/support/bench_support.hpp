@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -246,6 +247,58 @@ inline double median(std::vector<double>& values)
   double const upper = *mid;
   double const lower = *std::max_element(values.begin(), mid);
   return (lower + upper) / 2.0;
+}
+
+/** @brief Pairs in one timed block of `paired_blocks`. */
+inline constexpr std::size_t pairs_per_block = 128;
+
+/**
+ * @brief Times blocks of `pairs_per_block` pairs by `baseline` and by `candidate` back to back, the
+ * order alternating from one iteration to the next, and reports the medians per pair as the
+ * counters `<baseline_name>` and `<candidate_name>` (ns) and their ratio `ratio` (candidate over
+ * baseline). Each pair is `pair(bytes, stream)`; `stream` is synchronized after each block,
+ * untimed. One warm-up block of each goes first, so that the pool has mapped its memory.
+ */
+template <class Baseline, class Candidate>
+void paired_blocks(benchmark::State& state,
+                   cudaStream_t stream,
+                   std::size_t bytes,
+                   Baseline& baseline,
+                   Candidate& candidate,
+                   char const* baseline_name  = "raw_ns",
+                   char const* candidate_name = "wrapped_ns")
+{
+  using clock = std::chrono::steady_clock;
+  auto block  = [&](auto& pair) {
+    auto const start = clock::now();
+    for (std::size_t i = 0; i < pairs_per_block; ++i) {
+      pair(bytes, stream);
+    }
+    auto const stop = clock::now();
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // not timed
+    return std::chrono::duration<double, std::nano>(stop - start).count() /
+           static_cast<double>(pairs_per_block);
+  };
+  block(baseline);  // warm-up
+  block(candidate);
+  std::vector<double> baseline_ns;
+  std::vector<double> candidate_ns;
+  bool baseline_first = true;
+  for (auto _ : state) {
+    if (baseline_first) {
+      baseline_ns.push_back(block(baseline));
+      candidate_ns.push_back(block(candidate));
+    } else {
+      candidate_ns.push_back(block(candidate));
+      baseline_ns.push_back(block(baseline));
+    }
+    baseline_first = !baseline_first;
+  }
+  double const baseline_median   = median(baseline_ns);
+  double const candidate_median  = median(candidate_ns);
+  state.counters[baseline_name]  = baseline_median;
+  state.counters[candidate_name] = candidate_median;
+  state.counters["ratio"]        = baseline_median > 0.0 ? candidate_median / baseline_median : 0.0;
 }
 
 /** @brief Runs `body`; an exception skips the benchmark with its message instead of aborting. */
