@@ -581,11 +581,11 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
       case release_kind::reused_handle: {  // a list whose handle another stream took
         cudaStream_t const old = streams[1];
         CHECK_CUDA(cudaStreamDestroy(old));
+        // Streams until one lands at the old handle; each other one is destroyed once, below.
         cudaStream_t fresh{};
-        for (int i = 0; i < 16; ++i) {
+        for (int i = 0; i < 64 && fresh != old; ++i) {
+          if (fresh != nullptr) { streams.push_back(fresh); }
           CHECK_CUDA(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking));
-          if (fresh == old) { break; }
-          streams.push_back(fresh);
         }
         streams[1] = fresh;
         reused     = fresh == old;
@@ -616,6 +616,9 @@ TEST_P(ImplicitRelease, LeavesAnotherThreadsCaptureIntact)
     CHECK_CUDA(cudaStreamDestroy(s));
   }
   (void)cudaGetLastError();
+  if (kind == release_kind::reused_handle && !reused) {
+    GTEST_SKIP() << "no new stream landed at the destroyed stream's handle in 64 tries";
+  }
 }
 
 std::string release_test_name(
