@@ -287,6 +287,25 @@ TEST_F(Tracing, ConcurrentCallsWhileTheLogChangesLoseNoLine)
   std::filesystem::remove(second);
 }
 
+TEST_F(Tracing, PoolAttributesAreThoseOfThePoolServingTheDevice)
+{
+  std::uint64_t before{};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrReservedMemCurrent, &before), 0)
+    << rmm_next_last_error();
+  void* const p = rmm_next_allocate(1000, 0, nullptr);
+  std::uint64_t after{};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrReservedMemCurrent, &after), 0);
+  EXPECT_EQ(after - before, 1000U);  // the fake reserves what it hands out
+  std::uint64_t flag{7};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolReuseAllowOpportunistic, &flag), 0);
+  EXPECT_EQ(flag, 0U);
+  EXPECT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrUsedMemHigh, nullptr), -1);
+  EXPECT_EQ(rmm_next_get_pool_attribute(5, cudaMemPoolAttrUsedMemHigh, &flag), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("device 5 is not a visible device"),
+            std::string::npos);
+  rmm_next_deallocate(p, 1000, 0, nullptr);
+}
+
 // Run with RMM_NEXT_LOG=<path> RMM_NEXT_TRACK=1 (the second CTest registration).
 TEST(Environment, TheVariablesStartTheLogAndTheTracking)
 {

@@ -179,6 +179,11 @@ typedef struct rmm_next_statistics {
 /** @brief Fills `out` for `device` (-1: the current device). @return 0, or -1. */
 int rmm_next_get_statistics(int device, rmm_next_statistics* out);
 
+/** @brief Reads `attribute` (a `cudaMemPoolAttr`) of the pool serving `device` (-1: the current
+ * device) into `value`; the reuse flags read as 0 or 1. @return 0, or -1 (no pool: managed memory
+ * without one, or a resource set from C++). */
+int rmm_next_get_pool_attribute(int device, int attribute, uint64_t* value);
+
 /* ---- Logging and tracking ------------------------------------------------------------------
  * Process-wide, for every device and framework: a logging adaptor (RMM's CSV format) over a
  * tracking adaptor (one per device) over each device's resource (thread cache, pool), whatever

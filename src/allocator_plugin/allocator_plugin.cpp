@@ -603,6 +603,44 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
   });
 }
 
+RMM_NEXT_EXPORT int rmm_next_get_pool_attribute(int device, int attribute, uint64_t* value)
+{
+  return guarded(-1, [&] {
+    if (value == nullptr) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_get_pool_attribute was given a null output pointer");
+    }
+    auto& st                            = state();
+    device                              = st.resolve(device);
+    rmm_next::plugin::device_slot& slot = st.slot(device);
+    cudaMemPool_t pool{};
+    {
+      std::lock_guard lock{slot.mutex};
+      pool = slot.kind(device) == rmm_next::plugin::resource_kind::external ? nullptr
+                                                                            : slot.pool(device);
+    }
+    if (pool == nullptr) {
+      rmm_next::detail::throw_error<std::logic_error>(
+        "allocator_plugin",
+        "device " + std::to_string(device) +
+          " is served by no pool this library knows (a resource set from C++); read its "
+          "attributes where it was made");
+    }
+    auto const attr = static_cast<cudaMemPoolAttr>(attribute);
+    bool const flag = attr == cudaMemPoolReuseFollowEventDependencies ||
+                      attr == cudaMemPoolReuseAllowOpportunistic ||
+                      attr == cudaMemPoolReuseAllowInternalDependencies;
+    cuuint64_t read{};  // wide enough for either type; a flag is an int at its start
+    if (cudaError_t const s = cudaMemPoolGetAttribute(pool, attr, &read); s != cudaSuccess) {
+      rmm_next::detail::throw_cuda_error(s, "cudaMemPoolGetAttribute", "allocator_plugin");
+    }
+    int narrow{};
+    std::memcpy(&narrow, &read, sizeof(narrow));
+    *value = flag ? static_cast<uint64_t>(narrow != 0) : static_cast<uint64_t>(read);
+    return 0;
+  });
+}
+
 // ---- Logging and tracking -------------------------------------------------------------------
 
 namespace {
