@@ -298,7 +298,8 @@ def outstanding(device=None):
     ``device`` (None: every device), as dicts: ``ptr``, ``size`` (as asked for), ``alignment``,
     ``stream`` (a ``cudaStream_t`` as an int; 0: the legacy default stream), ``device``,
     ``thread`` (the allocating thread's ``threading.get_ident()``), ``time`` (seconds since the
-    epoch, as ``time.time()``) and ``stack_trace`` (text; "" without ``Tracking(stack_traces=True)``).
+    epoch, as ``time.time()``) and ``stack_trace`` (text; "" without
+    ``Tracking(stack_traces=True)``).
 
     Raises RmmNextError when tracking is off.
     """

@@ -46,7 +46,8 @@ if mode.startswith("torch"):
     c = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")
     with torch.cuda.stream(side):
         d = torch.empty(5000, dtype=torch.float16, device="cuda")
-    for name, t, stream in (("a", a, main), ("b", b, main), ("c", c, main), ("d", d, side.cuda_stream)):
+    made = (("a", a, main), ("b", b, main), ("c", c, main), ("d", d, side.cuda_stream))
+    for name, t, stream in made:
         keep(name, t.data_ptr(), t.untyped_storage().nbytes(), stream)
     del c
     tensors["c"]["live"] = False
