@@ -208,3 +208,29 @@ def test_rmm_next_log_traces_a_program_unchanged_and_is_written_at_exit(tmp_path
     assert result["tracing"] == {"logging": True, "tracking": True}
     assert {e["ptr"] for e in result["outstanding_new"]} == {
         t["ptr"] for t in result["tensors"].values() if t["live"]}
+
+
+def test_the_trace_runner_runs_a_script_unchanged_with_the_log_open(tmp_path):
+    script = tmp_path / "program.py"
+    script.write_text(
+        "import sys, rmm_next\n"
+        "print(sys.argv[1:], __name__, rmm_next.tracing()['logging'])\n"
+    )
+    log = tmp_path / "runner.csv"
+    out = subprocess.run(
+        [sys.executable, "-m", "rmm_next.trace", "--frameworks", "", "--log", str(log),
+         str(script), "one", "--two"],
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(PACKAGE_PATHS + sys.path)),
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['one', '--two'] __main__ True"
+    assert log.read_text() == ",".join(HEADER) + "\n"
+
+
+def test_the_trace_runner_refuses_unknown_frameworks():
+    from rmm_next import trace
+
+    with pytest.raises(rmm_next.RmmNextError,
+                       match=r"rmm_next.trace: unknown framework\(s\) jax; choose from torch"):
+        trace.frameworks_of("torch,jax")
+    assert trace.frameworks_of("") == []
