@@ -32,7 +32,7 @@
 
 namespace {
 
-namespace fake = rmm_next::test::fake_cuda;
+namespace fake   = rmm_next::test::fake_cuda;
 namespace replay = rmm_next_bench::replay;
 
 std::uintptr_t bits(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }

@@ -86,7 +86,8 @@ using logger  = logging_adaptor<device_async_resource_ref>;
 struct outstanding_entry {
   tracked_allocation allocation;
   int device;
-  std::uint64_t thread;  ///< `pthread_self()` of the allocating thread (Python's threading.get_ident)
+  std::uint64_t
+    thread;  ///< `pthread_self()` of the allocating thread (Python's threading.get_ident)
 };
 
 /**
@@ -106,7 +107,8 @@ struct front {
   }
 };
 
-/** @brief The device and front the logging adaptor's upstream routes the calling thread's call to. */
+/** @brief The device and front the logging adaptor's upstream routes the calling thread's call to.
+ */
 struct route {
   int device{};
   front* through{};
@@ -142,7 +144,9 @@ class routed_forwarder : public detail::compat_members<routed_forwarder> {
   [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
   {
     route const r = current_route();
-    if (tracker* t = r.through->tracker_of(r.device)) { return t->allocate(stream, bytes, alignment); }
+    if (tracker* t = r.through->tracker_of(r.device)) {
+      return t->allocate(stream, bytes, alignment);
+    }
     return get_per_device_resource_ref(r.device).allocate(stream, bytes, alignment);
   }
   void deallocate(cuda::stream_ref stream,
@@ -203,7 +207,8 @@ class tracing {
   void* allocate(int device, cudaStream_t stream, std::size_t bytes, std::size_t alignment)
   {
     if (!on_.load(std::memory_order_relaxed)) {
-      return get_per_device_resource_ref(device).allocate(cuda::stream_ref{stream}, bytes, alignment);
+      return get_per_device_resource_ref(device).allocate(
+        cuda::stream_ref{stream}, bytes, alignment);
     }
     std::shared_ptr<front> const f = current();
     if (f && f->log) {
