@@ -152,13 +152,20 @@ def check_scenario(result, log):
             live[e["ptr"]] = e["size"]
         elif e["ptr"] in live:
             assert live.pop(e["ptr"]) == e["size"], e
-    for name, t in result["tensors"].items():
-        allocations = [e for e in events if e["action"] == "allocate" and e["ptr"] == t["ptr"]]
-        assert allocations, f"{name} ({t['ptr']:#x}) is not in the log"
-        last = allocations[-1]
-        assert last["size"] == t["nbytes"], name
-        assert last["stream"] == t["stream"], name
-        assert last["thread"] == result["native_thread"], name
+    # The scenario's tensors a, b, c, d were made one after the other, then c was freed: five
+    # consecutive lines, with their pointers, sizes, streams and the thread's gettid().
+    t = result["tensors"]
+    wanted = [("allocate", t[n]) for n in "abcd"] + [("free", t["c"])]
+
+    def matches(at):
+        return all(
+            e["action"] == action and e["ptr"] == w["ptr"] and e["size"] == w["nbytes"]
+            and e["stream"] == w["stream"] and e["thread"] == result["native_thread"]
+            for e, (action, w) in zip(events[at:at + len(wanted)], wanted)
+        )
+
+    found = [at for at in range(len(events) - len(wanted) + 1) if matches(at)]
+    assert len(found) == 1, f"the tensors' lines are not in the log once in order: {t}"
     # The test's tensors: those live are exactly the new entries of outstanding(), with their
     # size, stream, device and thread; those freed are gone from it and freed in the log.
     new = {e["ptr"]: e for e in result["outstanding_new"]}
