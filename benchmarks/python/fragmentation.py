@@ -109,6 +109,8 @@ def child(way, model_name, steps):
             sample |= {
                 "reserved": attributes["reserved_mem_current"],
                 "used": attributes["used_mem_current"],
+                "reserved_high": attributes["reserved_mem_high"],
+                "used_high": attributes["used_mem_high"],
                 "live": stats["allocated_bytes"],
                 "cached": stats["cached_bytes"],
             }
@@ -116,6 +118,8 @@ def child(way, model_name, steps):
             sample |= {
                 "reserved": torch.cuda.memory_reserved(),
                 "used": torch.cuda.memory_allocated(),
+                "reserved_high": torch.cuda.max_memory_reserved(),
+                "used_high": torch.cuda.max_memory_allocated(),
             }
         samples.append(sample)
         del x, loss
