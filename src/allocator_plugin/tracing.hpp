@@ -191,7 +191,7 @@ tracing& tracing_state();
 
 /**
  * @brief The logging and tracking in front of the devices' resources, process-wide. Calls cost one
- * relaxed load while neither is on.
+ * acquire load while neither is on.
  */
 class tracing {
  public:
@@ -206,7 +206,7 @@ class tracing {
   /** @brief Allocates through the front on `device` (the caller resolved it). */
   void* allocate(int device, cudaStream_t stream, std::size_t bytes, std::size_t alignment)
   {
-    if (!on_.load(std::memory_order_relaxed)) {
+    if (!on_.load(std::memory_order_acquire)) {
       return get_per_device_resource_ref(device).allocate(
         cuda::stream_ref{stream}, bytes, alignment);
     }
@@ -224,7 +224,7 @@ class tracing {
   void deallocate(
     int device, cudaStream_t stream, void* ptr, std::size_t bytes, std::size_t alignment) noexcept
   {
-    if (on_.load(std::memory_order_relaxed)) {
+    if (on_.load(std::memory_order_acquire)) {
       std::shared_ptr<front> const f = current();
       if (f && f->log) {
         route_scope const scope{device, f.get()};
@@ -346,7 +346,7 @@ class tracing {
     {
       std::lock_guard const lock{front_mutex_};
       previous = std::exchange(front_, next);
-      on_.store(front_ != nullptr, std::memory_order_relaxed);
+      on_.store(front_ != nullptr, std::memory_order_release);
     }
     // `previous` goes here, or with the last call still using it; a log only it held is flushed
     // and closed then.
