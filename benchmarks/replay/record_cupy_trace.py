@@ -18,12 +18,12 @@ from trace_files import arguments, finish
 args = arguments(__doc__, "iterations", 400)
 out = args.out
 
+import cupy as cp  # noqa: E402  (first: the process then uses CuPy's CUDA runtime)
+
 import rmm_next  # noqa: E402
 
 log = out / "cupy_workload.csv"
 rmm_next.configure(log=log)
-import cupy as cp  # noqa: E402
-
 rmm_next.cupy.use()
 choose = random.Random(7)
 rs = cp.random.RandomState(seed=42)

@@ -16,13 +16,13 @@ from trace_files import arguments, finish
 args = arguments(__doc__, "steps", 100)
 out = args.out
 
+import torch  # noqa: E402  (first: the process then uses PyTorch's CUDA runtime)
+from torch import nn  # noqa: E402
+
 import rmm_next  # noqa: E402
 
 log = out / "torch_transformer.csv"
 rmm_next.configure(log=log)
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
-
 rmm_next.torch.use()
 torch.manual_seed(0)
 features, width, heads, layers = 64, 256, 8, 4

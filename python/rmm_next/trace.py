@@ -12,6 +12,7 @@ installed) and ``NUMBA_CUDA_MEMORY_MANAGER=rmm_next.numba`` for Numba. The progr
 """
 
 import argparse
+import importlib
 import importlib.util
 import os
 import runpy
@@ -60,18 +61,15 @@ def main(argv=None):
     if args.module is None and not args.program:
         _parser().error("give a script (or -m module) to run")
     frameworks = frameworks_of(args.frameworks)
+    # The frameworks first, so that the process uses their CUDA runtime, not one the library
+    # would load; then the log, then each framework's use().
+    modules = [importlib.import_module(f".{f}", __package__) for f in frameworks if f != "numba"]
     configure(log=args.log, track=True if args.track else None,
               thread_cache=True if args.thread_cache else None)
     if "numba" in frameworks:
         os.environ["NUMBA_CUDA_MEMORY_MANAGER"] = "rmm_next.numba"
-    if "torch" in frameworks:
-        from . import torch as rmm_torch
-
-        rmm_torch.use()
-    if "cupy" in frameworks:
-        from . import cupy as rmm_cupy
-
-        rmm_cupy.use()
+    for module in modules:
+        module.use()
     if args.module is not None:
         sys.argv = [args.module] + args.program
         runpy.run_module(args.module, run_name="__main__", alter_sys=True)

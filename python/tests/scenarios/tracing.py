@@ -17,6 +17,12 @@ import rmm_next
 from _common import emit
 
 mode, log = sys.argv[1], sys.argv[2]
+# The framework first, so that the process uses its CUDA runtime; then the log, then use().
+if mode.startswith("torch"):
+    import torch
+    from torch import nn
+else:
+    import cupy as cp
 if mode in ("torch", "cupy"):
     rmm_next.configure(log=log, track=True)
 
@@ -32,9 +38,6 @@ def outstanding_pointers():
 
 
 if mode.startswith("torch"):
-    import torch
-    from torch import nn
-
     rmm_next.torch.use()
     torch.zeros(1, device="cuda")  # the context; freed at once
     torch.cuda.synchronize()
@@ -66,8 +69,6 @@ if mode.startswith("torch"):
         optimizer.step()
     torch.cuda.synchronize()
 else:
-    import cupy as cp
-
     rmm_next.cupy.use()
     cp.zeros(1)
     cp.cuda.Device().synchronize()
