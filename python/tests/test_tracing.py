@@ -241,3 +241,32 @@ def test_the_trace_runner_refuses_unknown_frameworks():
                        match=r"rmm_next.trace: unknown framework\(s\) jax; choose from torch"):
         trace.frameworks_of("torch,jax")
     assert trace.frameworks_of("") == []
+
+
+def test_the_trace_recorders_summary_and_gzip_copy(tmp_path):
+    import gzip
+    import importlib.util
+    import json
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    source = root / "benchmarks" / "replay" / "trace_files.py"
+    spec = importlib.util.spec_from_file_location("trace_files", source)
+    trace_files = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trace_files)
+    sample = root / "tests" / "data" / "rmm_format_log.csv"
+    log = tmp_path / "sample.csv"
+    log.write_bytes(sample.read_bytes())
+    info = trace_files.finish(log, {"workload": "sample"})
+    assert not log.exists()
+    with gzip.open(tmp_path / "sample.csv.gz", "rb") as file:
+        assert file.read() == sample.read_bytes()
+    assert json.loads((tmp_path / "sample.json").read_text()) == info
+    assert info["header"] == HEADER
+    assert (info["lines"], info["allocations"], info["frees"], info["failures"]) == (9, 4, 4, 1)
+    assert info["threads"] == 2
+    assert info["streams"] == ["0", "0x2", "0x55d0c1e2a3b0"]
+    assert info["peak_live_bytes"] == 1048576 + 256 + 4096
+    assert info["live_at_end_bytes"] == 0
+    assert (info["size_min"], info["size_median"], info["size_max"]) == (256, 4096, 1048576)
+    assert info["workload"] == "sample"
