@@ -15,10 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -186,7 +184,7 @@ inline std::uint64_t thread_number(std::thread::id id)
 
 class tracing;
 
-/** @brief The process's `tracing`, made on first use and never destroyed (plugin.cpp). */
+/** @brief The process's `tracing`, made on first use and never destroyed (allocator_plugin.cpp). */
 tracing& tracing_state();
 
 /**
