@@ -205,6 +205,11 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_EQ(rmm_next_get_statistics(0, &stats), -1);
   std::size_t free_bytes{}, total_bytes{};
   EXPECT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), -1);
+  std::uint64_t attribute{};
+  EXPECT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrReservedMemHigh, &attribute), -1);
+  EXPECT_EQ(rmm_next_set_tracking(1, 0), -1);  // needs the device count
+  EXPECT_EQ(rmm_next_outstanding(-1), -1);
+  EXPECT_EQ(rmm_next_flush_log(), 0);  // no log is open
   // (Without a driver every runtime call, cudaGetLastError included, keeps reporting it.)
 }
 

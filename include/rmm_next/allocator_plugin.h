@@ -179,6 +179,54 @@ typedef struct rmm_next_statistics {
 /** @brief Fills `out` for `device` (-1: the current device). @return 0, or -1. */
 int rmm_next_get_statistics(int device, rmm_next_statistics* out);
 
+/** @brief Reads `attribute` (a `cudaMemPoolAttr`) of the pool serving `device` (-1: the current
+ * device) into `value`; the reuse flags read as 0 or 1. @return 0, or -1 (no pool: managed memory
+ * without one, or a resource set from C++). */
+int rmm_next_get_pool_attribute(int device, int attribute, uint64_t* value);
+
+/* ---- Logging and tracking ------------------------------------------------------------------
+ * Process-wide, for every device and framework: a logging adaptor (RMM's CSV format) over a
+ * tracking adaptor (one per device) over each device's resource (thread cache, pool), whatever
+ * resource is chosen later. Environment: RMM_NEXT_LOG=<path> starts a log and RMM_NEXT_TRACK=1
+ * (or `stacks`, with stack traces) turns tracking on, at the library's first allocation or call
+ * of these functions; the calls below change what they set. */
+
+/** @brief Starts logging to `path` (created or truncated); a log already open is flushed and
+ * closed first. NULL or "": only ends the log. What is buffered is also written at exit.
+ * @return 0, or -1 (the file cannot be opened: logging is left as it was). */
+int rmm_next_set_log(char const* path);
+
+/** @brief Writes out what the log has buffered. @return 1, 0 when no log is open, or -1. */
+int rmm_next_flush_log(void);
+
+/** @brief Tracking on (nonzero `enabled`; kept as it is when already on) or off (its records are
+ * forgotten); `stack_traces` nonzero records each allocation's stack. @return 0, or -1. */
+int rmm_next_set_tracking(int enabled, int stack_traces);
+
+/** @brief Whether a log is open and whether tracking is on (nonzero). @return 0, or -1. */
+int rmm_next_get_tracing(int* logging, int* tracking);
+
+/** @brief One live allocation the tracking recorded. */
+typedef struct rmm_next_allocation {
+  void* ptr;               /**< the address handed out */
+  size_t size;             /**< the size asked for */
+  size_t alignment;        /**< the alignment asked for */
+  cudaStream_t stream;     /**< its stream (0: the legacy default stream) */
+  uint64_t thread;         /**< the allocating thread's `pthread_self()` */
+  int64_t time_ns;         /**< when it was allocated, in ns since the Unix epoch */
+  int32_t device;          /**< its device */
+  int32_t reserved;        /**< 0 */
+  char const* stack_trace; /**< one frame a line; "" unless stack traces are on */
+} rmm_next_allocation;
+
+/** @brief Takes a snapshot of the live allocations of `device` (-1: every device), oldest first,
+ * kept for the calling thread until its next call. @return how many, or -1 (tracking is off). */
+int64_t rmm_next_outstanding(int device);
+
+/** @brief Copies entry `index` of the calling thread's snapshot into `out` (its `stack_trace`
+ * valid until the thread's next `rmm_next_outstanding`). @return 0, or -1. */
+int rmm_next_outstanding_entry(size_t index, rmm_next_allocation* out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,12 +12,17 @@ resources of rmm-next (by default each device's current driver pool, which every
     numba.cuda.set_memory_manager(rmm_next.numba.RmmNextNumbaManager)   # Numba
     rmm_next.statistics()
 
+``rmm_next.configure(log="trace.csv")`` logs every allocation and free in RMM's CSV format, and
+``configure(track=True)`` keeps the live allocations for ``rmm_next.outstanding()``; so do
+``RMM_NEXT_LOG=trace.csv`` and ``RMM_NEXT_TRACK=1`` in the environment.
+
 The submodules ``torch``, ``cupy`` and ``numba`` import their framework only when used.
 """
 
 import ctypes
 import dataclasses
 import importlib
+import os
 
 from . import _lib
 from ._lib import OutOfMemoryError, RmmNextError
@@ -27,16 +32,21 @@ __all__ = [
     "OwnedPool",
     "RmmNextError",
     "ThreadCache",
+    "Tracking",
     "allocate",
     "configure",
     "deallocate",
     "device_count",
     "disable_thread_cache",
     "enable_thread_cache",
+    "flush_log",
     "library_path",
     "mem_get_info",
+    "outstanding",
+    "pool_attributes",
     "release_unused",
     "statistics",
+    "tracing",
     "use_current_pool",
     "use_managed_memory",
     "use_owned_pool",
@@ -79,6 +89,23 @@ class ThreadCache:
     max_block_size: int = 0
     max_streams_per_thread: int = 0
     detect_capture: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracking:
+    """Options of the tracking ``configure(track=...)`` turns on: ``stack_traces`` records the
+    stack of each allocation (costly; ``outstanding()`` then gives it as text)."""
+
+    stack_traces: bool = False
+
+
+class _Unchanged:
+    def __repr__(self):
+        return "unchanged"
+
+
+#: ``configure``'s default for ``log``: leave the log as it is.
+_UNCHANGED = _Unchanged()
 
 
 def library_path():
@@ -149,12 +176,48 @@ def disable_thread_cache(device=None):
     _lib.call("disable_thread_cache", _device(device))
 
 
-def configure(pool=None, thread_cache=None, device=None):
+def _log_path(log):
+    """The path ``configure(log=...)`` opens, b"" to end the log, or None to leave it."""
+    if log is _UNCHANGED:
+        return None
+    if log is None or log is False:
+        return b""
+    if isinstance(log, (str, bytes, os.PathLike)) and os.fspath(log):
+        return os.fsencode(log)
+    raise ValueError(
+        f"rmm_next.configure: log={log!r}; pass a file path to log to, or None to end the log"
+    )
+
+
+def _tracking(track):
+    """``(enabled, stack_traces)`` for ``configure(track=...)``, or None to leave it."""
+    if track is None:
+        return None
+    if track is True or track is False:
+        return track, False
+    if isinstance(track, Tracking):
+        return True, bool(track.stack_traces)
+    raise ValueError(
+        f"rmm_next.configure: track={track!r}; pass None, a bool or a rmm_next.Tracking"
+    )
+
+
+def configure(pool=None, thread_cache=None, device=None, *, log=_UNCHANGED, track=None):
     """Chooses the resource and the thread cache in one call; the frameworks' ``use`` call it.
 
     ``pool``: None (leave as is), ``"current"``, ``"managed"`` or an ``OwnedPool``.
     ``thread_cache``: None (leave as is), True/False, or a ``ThreadCache``.
+
+    ``log``: a path starts logging every allocation and free of every device and framework there,
+    in RMM's ``logging_resource_adaptor`` CSV format (the file is created or truncated; a log
+    already open is closed first); None or False ends the log; left out, the log stays as it is.
+    What is buffered is written at ``flush_log()``, when the log ends and at exit.
+    ``track``: True (or a ``Tracking``) keeps every live allocation for ``outstanding()``; False
+    stops and forgets; None leaves it. ``log`` and ``track`` cover every device (``device`` is
+    for ``pool`` and ``thread_cache``).
     """
+    path = _log_path(log)
+    tracking = _tracking(track)
     if pool == "current":
         use_current_pool(device)
     elif pool == "managed":
@@ -173,6 +236,93 @@ def configure(pool=None, thread_cache=None, device=None):
         raise ValueError(
             f"rmm_next.configure: thread_cache={thread_cache!r}; pass None, a bool or a ThreadCache"
         )
+    if tracking is not None:
+        lib = _lib.load()
+        _lib.check(lib, lib.rmm_next_set_tracking(int(tracking[0]), int(tracking[1])),
+                   "rmm_next.configure")
+    if path is not None:
+        lib = _lib.load()
+        _lib.check(lib, lib.rmm_next_set_log(path or None), "rmm_next.configure")
+
+
+# cudaMemPoolAttr values (driver_types.h), by the names pool_attributes() gives them.
+_POOL_ATTRIBUTES = {
+    "reuse_follow_event_dependencies": 1,
+    "reuse_allow_opportunistic": 2,
+    "reuse_allow_internal_dependencies": 3,
+    "release_threshold": 4,
+    "reserved_mem_current": 5,
+    "reserved_mem_high": 6,
+    "used_mem_current": 7,
+    "used_mem_high": 8,
+}
+
+
+def pool_attributes(device=None):
+    """The attributes of the driver pool serving the device (the current one for None), as a dict
+    (``cudaMemPoolGetAttribute``): ``release_threshold``, ``reserved_mem_current``,
+    ``reserved_mem_high``, ``used_mem_current``, ``used_mem_high`` (bytes; a shared pool counts
+    every user) and the reuse flags ``reuse_follow_event_dependencies``,
+    ``reuse_allow_opportunistic``, ``reuse_allow_internal_dependencies`` (bools)."""
+    lib = _lib.load()
+    value = ctypes.c_uint64()
+    found = {}
+    for name, attribute in _POOL_ATTRIBUTES.items():
+        status = lib.rmm_next_get_pool_attribute(_device(device), attribute, ctypes.byref(value))
+        _lib.check(lib, status, "rmm_next.pool_attributes")
+        found[name] = bool(value.value) if name.startswith("reuse_") else value.value
+    return found
+
+
+def flush_log():
+    """Writes out what the log has buffered. Returns False when no log is open."""
+    lib = _lib.load()
+    status = lib.rmm_next_flush_log()
+    if status < 0:
+        raise RmmNextError(f"rmm_next.flush_log: {_lib.last_error(lib)}")
+    return status == 1
+
+
+def tracing():
+    """``{"logging": bool, "tracking": bool}``: whether a log is open and tracking is on (by
+    ``configure`` or the environment's ``RMM_NEXT_LOG`` / ``RMM_NEXT_TRACK``)."""
+    lib = _lib.load()
+    logging, tracking = ctypes.c_int(), ctypes.c_int()
+    status = lib.rmm_next_get_tracing(ctypes.byref(logging), ctypes.byref(tracking))
+    _lib.check(lib, status, "rmm_next.tracing")
+    return {"logging": bool(logging.value), "tracking": bool(tracking.value)}
+
+
+def outstanding(device=None):
+    """The live allocations tracking recorded (``configure(track=True)``), oldest first, of
+    ``device`` (None: every device), as dicts: ``ptr``, ``size`` (as asked for), ``alignment``,
+    ``stream`` (a ``cudaStream_t`` as an int; 0: the legacy default stream), ``device``,
+    ``thread`` (the allocating thread's ``threading.get_ident()``), ``time`` (seconds since the
+    epoch, as ``time.time()``) and ``stack_trace`` (text; "" without
+    ``Tracking(stack_traces=True)``).
+
+    Raises RmmNextError when tracking is off.
+    """
+    lib = _lib.load()
+    count = lib.rmm_next_outstanding(_device(device))
+    if count < 0:
+        raise RmmNextError(f"rmm_next.outstanding: {_lib.last_error(lib)}")
+    entry = _lib.Allocation()
+    found = []
+    for index in range(count):
+        _lib.check(lib, lib.rmm_next_outstanding_entry(index, ctypes.byref(entry)),
+                   "rmm_next.outstanding")
+        found.append({
+            "ptr": entry.ptr or 0,
+            "size": entry.size,
+            "alignment": entry.alignment,
+            "stream": entry.stream or 0,
+            "device": entry.device,
+            "thread": entry.thread,
+            "time": entry.time_ns / 1e9,
+            "stack_trace": (entry.stack_trace or b"").decode(errors="replace"),
+        })
+    return found
 
 
 def release_unused(device=None):

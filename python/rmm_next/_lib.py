@@ -70,6 +70,20 @@ class Statistics(ctypes.Structure):
     ] + [("resource_kind", ctypes.c_int32), ("thread_cache_enabled", ctypes.c_int32)]
 
 
+class Allocation(ctypes.Structure):
+    _fields_ = [
+        ("ptr", ctypes.c_void_p),
+        ("size", ctypes.c_size_t),
+        ("alignment", ctypes.c_size_t),
+        ("stream", ctypes.c_void_p),
+        ("thread", ctypes.c_uint64),
+        ("time_ns", ctypes.c_int64),
+        ("device", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("stack_trace", ctypes.c_char_p),
+    ]
+
+
 _c_void_p = ctypes.c_void_p
 _c_size_t = ctypes.c_size_t
 _c_int = ctypes.c_int
@@ -99,6 +113,13 @@ _signatures = {
     "rmm_next_numba_alloc": (_c_void_p, [_c_size_t, _c_int]),
     "rmm_next_numba_free": (None, [_c_void_p, _c_size_t, _c_int]),
     "rmm_next_get_statistics": (_c_int, [_c_int, ctypes.POINTER(Statistics)]),
+    "rmm_next_get_pool_attribute": (_c_int, [_c_int, _c_int, ctypes.POINTER(ctypes.c_uint64)]),
+    "rmm_next_set_log": (_c_int, [ctypes.c_char_p]),
+    "rmm_next_flush_log": (_c_int, []),
+    "rmm_next_set_tracking": (_c_int, [_c_int, _c_int]),
+    "rmm_next_get_tracing": (_c_int, [ctypes.POINTER(_c_int), ctypes.POINTER(_c_int)]),
+    "rmm_next_outstanding": (ctypes.c_int64, [_c_int]),
+    "rmm_next_outstanding_entry": (_c_int, [_c_size_t, ctypes.POINTER(Allocation)]),
 }
 
 _lock = threading.Lock()

@@ -10,6 +10,7 @@
 #include "device_choice.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
+#include "tracing.hpp"
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
@@ -24,6 +25,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -189,6 +193,49 @@ plugin_state& state()
   return *s;
 }
 
+}  // namespace
+
+// ---- Logging and tracking -------------------------------------------------------------------
+
+tracing& tracing_state()
+{
+  static tracing* const t = [] {
+    auto* made = new tracing;  // never destroyed, like the state
+    made->apply_environment();
+    return made;
+  }();
+  return *t;
+}
+
+void tracing::apply_environment()
+{
+  auto const warn = [](char const* variable, char const* value, char const* what) {
+    std::fprintf(stderr, "rmm_next: %s=%s is ignored: %s\n", variable, value, what);
+  };
+  if (char const* path = std::getenv("RMM_NEXT_LOG"); path != nullptr && *path != '\0') {
+    try {
+      set_log(path);
+    } catch (std::exception const& e) {
+      warn("RMM_NEXT_LOG", path, e.what());
+    }
+  }
+  if (char const* track = std::getenv("RMM_NEXT_TRACK");
+      track != nullptr && *track != '\0' && std::strcmp(track, "0") != 0) {
+    bool const stacks = std::strcmp(track, "stacks") == 0;
+    if (!stacks && std::strcmp(track, "1") != 0) {
+      warn("RMM_NEXT_TRACK", track, "set it to 1, or to stacks for stack traces");
+      return;
+    }
+    try {
+      set_tracking(true, {.stack_traces = stacks}, query_device_count());
+    } catch (std::exception const& e) {
+      warn("RMM_NEXT_TRACK", track, e.what());
+    }
+  }
+}
+
+namespace {
+
 // ---- Allocation and free --------------------------------------------------------------------
 
 void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
@@ -200,7 +247,7 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
   counts_ref const counts = local_counts(st.counters, device);
   void* ptr{};
   try {
-    ptr = get_per_device_resource_ref(device).allocate(cuda::stream_ref{stream}, bytes, alignment);
+    ptr = tracing_state().allocate(device, stream, bytes, alignment);
   } catch (...) {
     if (counts) { bump(counts->failures); }
     throw;
@@ -219,8 +266,7 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
 void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
 {
   if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, capturing); }
-  get_per_device_resource_ref(f.device).deallocate(
-    cuda::stream_ref{f.stream}, f.ptr, f.bytes, alignment);
+  tracing_state().deallocate(f.device, f.stream, f.ptr, f.bytes, alignment);
   if (counts_ref const counts = local_counts(st.counters, f.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, f.bytes);
@@ -553,6 +599,131 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
       s.cached_bytes                            = c.cached_bytes;
     }
     *out = s;
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_get_pool_attribute(int device, int attribute, uint64_t* value)
+{
+  return guarded(-1, [&] {
+    if (value == nullptr) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_get_pool_attribute was given a null output pointer");
+    }
+    auto& st                            = state();
+    device                              = st.resolve(device);
+    rmm_next::plugin::device_slot& slot = st.slot(device);
+    cudaMemPool_t pool{};
+    {
+      std::lock_guard lock{slot.mutex};
+      pool = slot.kind(device) == rmm_next::plugin::resource_kind::external ? nullptr
+                                                                            : slot.pool(device);
+    }
+    if (pool == nullptr) {
+      rmm_next::detail::throw_error<std::logic_error>(
+        "allocator_plugin",
+        "device " + std::to_string(device) +
+          " is served by no pool this library knows (a resource set from C++); read its "
+          "attributes where it was made");
+    }
+    auto const attr = static_cast<cudaMemPoolAttr>(attribute);
+    bool const flag = attr == cudaMemPoolReuseFollowEventDependencies ||
+                      attr == cudaMemPoolReuseAllowOpportunistic ||
+                      attr == cudaMemPoolReuseAllowInternalDependencies;
+    cuuint64_t read{};  // wide enough for either type; a flag is an int at its start
+    if (cudaError_t const s = cudaMemPoolGetAttribute(pool, attr, &read); s != cudaSuccess) {
+      rmm_next::detail::throw_cuda_error(s, "cudaMemPoolGetAttribute", "allocator_plugin");
+    }
+    int narrow{};
+    std::memcpy(&narrow, &read, sizeof(narrow));
+    *value = flag ? static_cast<uint64_t>(narrow != 0) : static_cast<uint64_t>(read);
+    return 0;
+  });
+}
+
+// ---- Logging and tracking -------------------------------------------------------------------
+
+namespace {
+std::vector<rmm_next::plugin::outstanding_entry>& outstanding_snapshot()
+{
+  thread_local std::vector<rmm_next::plugin::outstanding_entry> snapshot;
+  return snapshot;
+}
+}  // namespace
+
+RMM_NEXT_EXPORT int rmm_next_set_log(char const* path)
+{
+  return guarded(-1, [&] {
+    rmm_next::plugin::tracing_state().set_log(path == nullptr ? std::string{} : std::string{path});
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_flush_log(void)
+{
+  return guarded(-1, [] { return rmm_next::plugin::tracing_state().flush() ? 1 : 0; });
+}
+
+RMM_NEXT_EXPORT int rmm_next_set_tracking(int enabled, int stack_traces)
+{
+  return guarded(-1, [&] {
+    auto& tracing = rmm_next::plugin::tracing_state();
+    if (enabled == 0) {
+      tracing.set_tracking(false, {}, 0);
+    } else {
+      tracing.set_tracking(true, {.stack_traces = stack_traces != 0}, state().device_count);
+    }
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_get_tracing(int* logging, int* tracking)
+{
+  return guarded(-1, [&] {
+    if (logging == nullptr || tracking == nullptr) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_get_tracing was given a null output pointer");
+    }
+    auto const& tracing = rmm_next::plugin::tracing_state();
+    *logging            = tracing.logging() ? 1 : 0;
+    *tracking           = tracing.tracking() ? 1 : 0;
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int64_t rmm_next_outstanding(int device)
+{
+  return guarded<int64_t>(-1, [&] {
+    if (device != -1) { device = state().resolve(device); }
+    auto& snapshot = outstanding_snapshot();
+    snapshot       = rmm_next::plugin::tracing_state().outstanding(device);
+    return static_cast<int64_t>(snapshot.size());
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_outstanding_entry(size_t index, rmm_next_allocation* out)
+{
+  return guarded(-1, [&] {
+    auto const& snapshot = outstanding_snapshot();
+    if (out == nullptr || index >= snapshot.size()) {
+      rmm_next::detail::throw_error<std::out_of_range>(
+        "allocator_plugin",
+        "rmm_next_outstanding_entry: entry " + std::to_string(index) + " of a snapshot of " +
+          std::to_string(snapshot.size()) + " (or a null output pointer); call " +
+          "rmm_next_outstanding first and pass an index below its count");
+    }
+    auto const& e = snapshot[index];
+    *out          = rmm_next_allocation{
+      e.allocation.ptr,
+      e.allocation.bytes,
+      e.allocation.alignment,
+      e.allocation.stream,
+      e.thread,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(e.allocation.time.time_since_epoch())
+        .count(),
+      e.device,
+      0,
+      e.allocation.stack_trace.c_str()};
     return 0;
   });
 }

@@ -1,0 +1,329 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so's logging and tracking, over the fake CUDA runtime (linked into this
+// program, it takes the place of libcudart's functions for the plugin too): the log's lines as
+// RMM's replay parser reads them, and the live allocations the tracking lists. The Environment
+// tests run in a second registration of this program, with RMM_NEXT_LOG and RMM_NEXT_TRACK set.
+
+#include "support/fake_cuda_runtime.hpp"
+
+#include "replay/log_parser.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fake   = rmm_next::test::fake_cuda;
+namespace replay = rmm_next_bench::replay;
+
+std::uintptr_t bits(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+/** @brief The fake with two devices, made before the plugin first asks for the device count. */
+class Tracing : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite()
+  {
+    static bool const once = [] {
+      fake::reset(2);
+      return true;
+    }();
+    (void)once;
+  }
+
+  void TearDown() override
+  {
+    EXPECT_EQ(rmm_next_set_log(nullptr), 0);
+    EXPECT_EQ(rmm_next_set_tracking(0, 0), 0);
+  }
+
+  static std::string temp_path(char const* name)
+  {
+    return (std::filesystem::temp_directory_path() /
+            (std::string{name} + "." + std::to_string(::getpid()) + ".csv"))
+      .string();
+  }
+
+  static std::vector<rmm_next_allocation> outstanding(int device)
+  {
+    std::int64_t const n = rmm_next_outstanding(device);
+    EXPECT_GE(n, 0) << rmm_next_last_error();
+    std::vector<rmm_next_allocation> list(static_cast<std::size_t>(n < 0 ? 0 : n));
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      EXPECT_EQ(rmm_next_outstanding_entry(i, &list[i]), 0) << rmm_next_last_error();
+    }
+    return list;
+  }
+};
+
+TEST_F(Tracing, TheLogHoldsOneLinePerAllocationAndFreeInRmmsFormat)
+{
+  std::string const path = temp_path("plugin_log");
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0) << rmm_next_last_error();
+  int logging{}, tracking{};
+  ASSERT_EQ(rmm_next_get_tracing(&logging, &tracking), 0);
+  EXPECT_EQ(logging, 1);
+  EXPECT_EQ(tracking, 0);
+  cudaStream_t const s0 = fake::make_stream(0);
+  cudaStream_t const s1 = fake::make_stream(1);
+  void* const a         = rmm_next_torch_alloc(1000, 0, s0);
+  void* const b         = rmm_next_cupy_malloc(s1, 3000, 1);
+  void* const c         = rmm_next_allocate(512, 0, nullptr);
+  ASSERT_NE(a, nullptr) << rmm_next_last_error();
+  ASSERT_NE(b, nullptr) << rmm_next_last_error();
+  ASSERT_NE(c, nullptr) << rmm_next_last_error();
+  rmm_next_torch_free(a, 1000, 0, s0);
+  rmm_next_cupy_free(s1, b, 1);
+  EXPECT_EQ(rmm_next_flush_log(), 1);
+  std::vector<replay::event> events = replay::parse_log_file(path);
+  ASSERT_EQ(events.size(), 5U);
+  struct expected {
+    replay::action act;
+    void* ptr;
+    std::size_t size;
+    cudaStream_t stream;
+  };
+  std::vector<expected> const want{{replay::action::allocate, a, 1000, s0},
+                                   {replay::action::allocate, b, 3000, s1},
+                                   {replay::action::allocate, c, 512, nullptr},
+                                   {replay::action::free, a, 1000, s0},
+                                   {replay::action::free, b, 3000, s1}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(events[i].act, want[i].act);
+    EXPECT_EQ(events[i].pointer, bits(want[i].ptr));
+    EXPECT_EQ(events[i].size, want[i].size);
+    EXPECT_EQ(events[i].stream, bits(want[i].stream));
+    EXPECT_EQ(events[i].thread, events[0].thread);  // this thread's gettid
+  }
+  // Ending the log writes what it buffered and closes it: later calls are not logged.
+  rmm_next_deallocate(c, 512, 0, nullptr);
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  EXPECT_EQ(rmm_next_flush_log(), 0);
+  void* const d = rmm_next_allocate(256, 0, nullptr);
+  rmm_next_deallocate(d, 256, 0, nullptr);
+  events = replay::parse_log_file(path);
+  ASSERT_EQ(events.size(), 6U);
+  EXPECT_EQ(events[5].act, replay::action::free);
+  EXPECT_EQ(events[5].pointer, bits(c));
+  std::filesystem::remove(path);
+}
+
+TEST_F(Tracing, AFailedAllocationIsLoggedAsAllocateFailure)
+{
+  std::string const path = temp_path("plugin_failure");
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0);
+  fake::fake().fail_next["cudaMallocFromPoolAsync"] = cudaErrorMemoryAllocation;
+  EXPECT_EQ(rmm_next_allocate(4096, 0, nullptr), nullptr);
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  std::vector<replay::event> const events = replay::parse_log_file(path);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].act, replay::action::allocate_failure);
+  EXPECT_EQ(events[0].size, 4096U);
+  EXPECT_EQ(events[0].pointer, 0U);
+  std::filesystem::remove(path);
+}
+
+TEST_F(Tracing, ALogThatCannotBeOpenedFailsAndLeavesTheOpenLogInPlace)
+{
+  std::string const path = temp_path("plugin_kept");
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0);
+  EXPECT_EQ(rmm_next_set_log("/nonexistent-directory/trace.csv"), -1);
+  std::string const message = rmm_next_last_error();
+  EXPECT_NE(message.find("cannot open the log file \"/nonexistent-directory/trace.csv\""),
+            std::string::npos)
+    << message;
+  void* const p = rmm_next_allocate(300, 0, nullptr);
+  rmm_next_deallocate(p, 300, 0, nullptr);
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  EXPECT_EQ(replay::parse_log_file(path).size(), 2U);  // the first log went on
+  std::filesystem::remove(path);
+}
+
+TEST_F(Tracing, OutstandingListsExactlyTheLiveAllocationsWithTheirDetails)
+{
+  EXPECT_EQ(rmm_next_outstanding(-1), -1);  // tracking is off
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("tracking is off"), std::string::npos);
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0) << rmm_next_last_error();
+  auto const before     = std::chrono::system_clock::now();
+  cudaStream_t const s1 = fake::make_stream(1);
+  void* const a         = rmm_next_torch_alloc(1000, 0, nullptr);
+  void* const b         = rmm_next_torch_alloc(2000, 1, s1);
+  void* const c         = rmm_next_numba_alloc(3000, 0);
+  void* other_thread{};
+  std::uint64_t other_id{};
+  std::thread{[&] {
+    other_thread = rmm_next_allocate(4000, 1, s1);
+    other_id     = static_cast<std::uint64_t>(pthread_self());
+  }}.join();
+  rmm_next_numba_free(c, 3000, 0);
+  std::vector<rmm_next_allocation> const all = outstanding(-1);
+  ASSERT_EQ(all.size(), 3U);
+  EXPECT_EQ(all[0].ptr, a);
+  EXPECT_EQ(all[0].size, 1000U);
+  EXPECT_EQ(all[0].alignment, 256U);
+  EXPECT_EQ(all[0].stream, nullptr);
+  EXPECT_EQ(all[0].device, 0);
+  EXPECT_EQ(all[0].thread, static_cast<std::uint64_t>(pthread_self()));
+  EXPECT_STREQ(all[0].stack_trace, "");
+  auto const since_epoch =
+    std::chrono::duration_cast<std::chrono::nanoseconds>(before.time_since_epoch()).count();
+  EXPECT_GE(all[0].time_ns, since_epoch);
+  EXPECT_LE(all[0].time_ns, all[1].time_ns);  // oldest first
+  EXPECT_EQ(all[1].ptr, b);
+  EXPECT_EQ(all[1].size, 2000U);
+  EXPECT_EQ(all[1].stream, s1);
+  EXPECT_EQ(all[1].device, 1);
+  EXPECT_EQ(all[2].ptr, other_thread);
+  EXPECT_EQ(all[2].thread, other_id);
+  EXPECT_NE(other_id, all[0].thread);
+  std::vector<rmm_next_allocation> const on_one = outstanding(1);
+  ASSERT_EQ(on_one.size(), 2U);
+  EXPECT_EQ(on_one[0].ptr, b);
+  EXPECT_EQ(on_one[1].ptr, other_thread);
+  EXPECT_EQ(rmm_next_outstanding_entry(2, nullptr), -1);
+  rmm_next_torch_free(a, 1000, 0, nullptr);
+  rmm_next_torch_free(b, 2000, 1, s1);
+  rmm_next_deallocate(other_thread, 4000, 1, s1);
+  EXPECT_TRUE(outstanding(-1).empty());
+  // Off: the records are forgotten; on again: only what is allocated from then on.
+  void* const kept = rmm_next_allocate(512, 0, nullptr);
+  ASSERT_EQ(rmm_next_set_tracking(0, 0), 0);
+  EXPECT_EQ(rmm_next_outstanding(-1), -1);
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0);
+  EXPECT_TRUE(outstanding(-1).empty());
+  rmm_next_deallocate(kept, 512, 0, nullptr);  // allocated before: an untracked free
+  EXPECT_TRUE(outstanding(-1).empty());
+}
+
+TEST_F(Tracing, StackTracesAreRecordedWhenAsked)
+{
+  ASSERT_EQ(rmm_next_set_tracking(1, 1), 0);
+  void* const p                              = rmm_next_allocate(256, 0, nullptr);
+  std::vector<rmm_next_allocation> const all = outstanding(0);
+  ASSERT_EQ(all.size(), 1U);
+  EXPECT_NE(std::string{all[0].stack_trace}, "");
+  rmm_next_deallocate(p, 256, 0, nullptr);
+}
+
+TEST_F(Tracing, LogAndTrackingTogetherSeeEveryCall)
+{
+  std::string const path = temp_path("plugin_both");
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0);
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0);
+  cudaStream_t const streams[] = {fake::make_stream(0), fake::make_stream(1)};
+  auto const device_of         = [](std::size_t i) { return static_cast<int>(i % 2); };
+  std::vector<void*> live;
+  for (std::size_t i = 0; i < 10; ++i) {
+    live.push_back(rmm_next_allocate((i + 1) * 1000, device_of(i), streams[device_of(i)]));
+    ASSERT_NE(live.back(), nullptr) << rmm_next_last_error();
+  }
+  for (std::size_t i = 0; i < 10; i += 2) {  // device 0's
+    rmm_next_deallocate(live[i], (i + 1) * 1000, device_of(i), streams[device_of(i)]);
+  }
+  std::vector<rmm_next_allocation> const all = outstanding(-1);
+  ASSERT_EQ(all.size(), 5U);
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    EXPECT_EQ(all[k].ptr, live[2 * k + 1]);
+    EXPECT_EQ(all[k].size, (2 * k + 2) * 1000);
+    EXPECT_EQ(all[k].device, 1);
+    EXPECT_EQ(all[k].stream, streams[1]);
+  }
+  EXPECT_TRUE(outstanding(0).empty());
+  // Ending the log leaves the tracking on.
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  EXPECT_EQ(outstanding(-1).size(), 5U);
+  EXPECT_EQ(replay::parse_log_file(path).size(), 15U) << std::ifstream{path}.rdbuf();
+  for (std::size_t i = 1; i < 10; i += 2) {
+    rmm_next_deallocate(live[i], (i + 1) * 1000, device_of(i), streams[device_of(i)]);
+  }
+  EXPECT_TRUE(outstanding(-1).empty());
+  std::filesystem::remove(path);
+}
+
+TEST_F(Tracing, ConcurrentCallsWhileTheLogChangesLoseNoLine)
+{
+  constexpr int threads    = 4;
+  constexpr int per_thread = 2000;
+  std::string const first  = temp_path("plugin_first");
+  std::string const second = temp_path("plugin_second");
+  ASSERT_EQ(rmm_next_set_log(first.c_str()), 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([] {
+      for (int i = 0; i < per_thread; ++i) {
+        void* p = rmm_next_allocate(256 + static_cast<std::size_t>(i), 0, nullptr);
+        rmm_next_deallocate(p, 256 + static_cast<std::size_t>(i), 0, nullptr);
+      }
+    });
+  }
+  ASSERT_EQ(rmm_next_set_log(second.c_str()), 0);
+  for (auto& w : workers) {
+    w.join();
+  }
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  std::size_t const lines =
+    replay::parse_log_file(first).size() + replay::parse_log_file(second).size();
+  EXPECT_EQ(lines, 2U * threads * per_thread);
+  std::filesystem::remove(first);
+  std::filesystem::remove(second);
+}
+
+TEST_F(Tracing, PoolAttributesAreThoseOfThePoolServingTheDevice)
+{
+  std::uint64_t before{};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrReservedMemCurrent, &before), 0)
+    << rmm_next_last_error();
+  void* const p = rmm_next_allocate(1000, 0, nullptr);
+  std::uint64_t after{};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrReservedMemCurrent, &after), 0);
+  EXPECT_EQ(after - before, 1000U);  // the fake reserves what it hands out
+  std::uint64_t flag{7};
+  ASSERT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolReuseAllowOpportunistic, &flag), 0);
+  EXPECT_EQ(flag, 0U);
+  EXPECT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrUsedMemHigh, nullptr), -1);
+  EXPECT_EQ(rmm_next_get_pool_attribute(5, cudaMemPoolAttrUsedMemHigh, &flag), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("device 5 is not a visible device"),
+            std::string::npos);
+  rmm_next_deallocate(p, 1000, 0, nullptr);
+}
+
+// Run with RMM_NEXT_LOG=<path> RMM_NEXT_TRACK=1 (the second CTest registration).
+TEST(Environment, TheVariablesStartTheLogAndTheTracking)
+{
+  char const* path = std::getenv("RMM_NEXT_LOG");
+  if (path == nullptr) { GTEST_SKIP() << "RMM_NEXT_LOG is not set"; }
+  fake::reset(2);
+  int logging{}, tracking{};
+  ASSERT_EQ(rmm_next_get_tracing(&logging, &tracking), 0) << rmm_next_last_error();
+  EXPECT_EQ(logging, 1);
+  EXPECT_EQ(tracking, 1);
+  void* const p = rmm_next_allocate(777, 0, nullptr);
+  EXPECT_EQ(rmm_next_outstanding(0), 1);
+  rmm_next_deallocate(p, 777, 0, nullptr);
+  EXPECT_EQ(rmm_next_flush_log(), 1);
+  std::vector<replay::event> const events = replay::parse_log_file(path);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].size, 777U);
+  EXPECT_EQ(events[1].act, replay::action::free);
+}
+
+}  // namespace
