@@ -104,6 +104,11 @@ def mem_pool(pool=None, thread_cache=None, device=None):
     Each segment is allocated on a stream of rmm-next's own and complete before PyTorch gets it,
     so it is ready for every stream and never part of a graph capture.
 
+    For ``torch.compile(mode="reduce-overhead")``, make the model and its inputs inside
+    ``use_mem_pool`` and call the compiled model beside it: graph trees keep a pool of their own,
+    and inside ``use_mem_pool`` the calling thread's allocations go to the pool entered first.
+    ``torch.cuda.graph(g, pool=p.id)`` captures into this pool.
+
     ``pool`` and ``thread_cache`` are as for ``rmm_next.configure``; ``device`` (default: the
     current device) is the pool's device. Not in a process that called ``use()``.
     """

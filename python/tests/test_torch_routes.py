@@ -177,6 +177,15 @@ def test_reduce_overhead_through_mem_pool_matches_eager(record):
     assert r["statistics"]["torch_allocations"] >= 1
 
 
+def test_reduce_overhead_called_inside_use_mem_pool_never_gives_wrong_output(record):
+    # Inside use_mem_pool the graph trees' own pool competes with the user's pool for the calling
+    # thread's allocations (PyTorch takes the first matching pool): recorded; wrong output fails.
+    r = run_scenario("torch_compile.py", "mem_pool_inside")
+    record("torch.compile.mem_pool_inside", {k: r.get(k) for k in ("ran", "max_difference", "error")})
+    if r["ran"]:
+        assert r["max_difference"] < 1e-4
+
+
 def test_cuda_graph_captured_in_a_mem_pool_replays_correctly(record):
     r = run_scenario("torch_graph.py", "pool")
     record("torch.graph.mem_pool.max_parameter_difference", r["max_parameter_difference"])
