@@ -124,10 +124,12 @@ def test_memory_history_records_the_allocations(stats, route):
     r = stats[route]
     assert r["record_history"]["ok"], r["record_history"]
     assert r["history_actions"].get("alloc", 0) >= len(SIZES)
+    # Each tensor's allocation, by the size asked for (PyTorch 2.11 records that, not the block's).
     recorded = list(r["history_alloc_sizes"])
-    for size in map(round_512, SIZES):
-        assert size in recorded, (size, recorded)
-        recorded.remove(size)
+    for size in SIZES:
+        found = size if size in recorded else round_512(size)
+        assert found in recorded, (size, recorded)
+        recorded.remove(found)
 
 
 def test_memory_history_is_unavailable_through_use(stats):
