@@ -186,6 +186,54 @@ TEST_F(AllocatorPlugin, FreesOfUncapturedMemoryWaitForTheCaptureToEnd)
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 }
 
+// torch.cuda.MemPool's segments (rmm_next_torch_segment_alloc) outlive any capture PyTorch asks
+// for them in: never a graph node, ready on every stream when the call returns.
+TEST_F(AllocatorPlugin, SegmentsAreOrdinaryMemoryEvenDuringACapture)
+{
+  rmm_next::test::stream_guard stream;
+  rmm_next::test::stream_guard other;
+  constexpr std::size_t size = std::size_t{2} << 20;
+  cudaGraph_t graph{};
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  void* segment = rmm_next_torch_segment_alloc(size, 0, stream);
+  EXPECT_NE(segment, nullptr) << rmm_next_last_error();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "the capture was invalidated";
+  std::size_t nodes = 1;
+  EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 0U);  // no allocation node
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_NE(segment, nullptr);
+  EXPECT_EQ(cudaMemsetAsync(segment, 1, size, other), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(other), cudaSuccess);
+  rmm_next_statistics const s = statistics();
+  EXPECT_EQ(s.allocated_bytes, size);
+  EXPECT_GE(s.torch_allocations, 1U);
+  rmm_next_torch_free(segment, size, 0, stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+TEST_F(AllocatorPlugin, AllocatedBytesHighKeepsThePeakUntilReset)
+{
+  rmm_next::test::stream_guard stream;
+  ASSERT_EQ(rmm_next_reset_peak_statistics(0), 0) << rmm_next_last_error();
+  EXPECT_EQ(statistics().allocated_bytes_high, 0U);
+  void* a = rmm_next_allocate(3000, 0, stream);
+  void* b = rmm_next_allocate(5000, 0, stream);
+  rmm_next_deallocate(a, 3000, 0, stream);
+  void* c               = rmm_next_allocate(1000, 0, stream);
+  rmm_next_statistics s = statistics();
+  EXPECT_EQ(s.allocated_bytes, 6000U);
+  EXPECT_EQ(s.allocated_bytes_high, 8000U);
+  ASSERT_EQ(rmm_next_reset_peak_statistics(-1), 0) << rmm_next_last_error();  // the current device
+  s = statistics();
+  EXPECT_EQ(s.allocated_bytes_high, 6000U);
+  EXPECT_GE(s.pool_used_bytes_high, s.pool_used_bytes);
+  rmm_next_deallocate(b, 5000, 0, stream);
+  rmm_next_deallocate(c, 1000, 0, stream);
+  EXPECT_EQ(statistics().allocated_bytes_high, 6000U);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
 TEST_F(AllocatorPlugin, CupyMemoryOfAForgottenStreamIsFreedOnTheDefaultStream)
 {
   cudaStream_t stream{};

@@ -145,6 +145,55 @@ TEST(Counters, ACountAfterTheThreadsBlockWentBackLeavesOtherThreadsBlocksAlone)
   EXPECT_EQ(registry.totals(0).deallocations, 2U);  // both counts of the exiting thread
 }
 
+TEST(LiveBytesPeak, KeepsTheHighestLiveTotalUntilReset)
+{
+  live_bytes_peak p;
+  p.add(100);
+  p.add(50);
+  p.sub(120);
+  EXPECT_EQ(p.peak(), 150U);
+  EXPECT_EQ(p.live.load(), 30);
+  p.reset();  // from the bytes live now
+  EXPECT_EQ(p.peak(), 30U);
+  p.add(10);
+  EXPECT_EQ(p.peak(), 40U);
+  p.sub(40);
+  EXPECT_EQ(p.peak(), 40U);
+  p.reset();
+  EXPECT_EQ(p.peak(), 0U);
+}
+
+// Threads each hold `held` bytes at once at some point; the peak is at least one thread's hold and
+// at most all of them together, and what is live at the end is exact.
+TEST(LiveBytesPeak, ThreadsRaiseOneSharedWatermark)
+{
+  live_bytes_peak p;
+  constexpr int threads        = 8;
+  constexpr std::uint64_t held = 1000;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&p] {
+      for (int round = 0; round < 200; ++round) {
+        for (std::uint64_t i = 0; i < held / 10; ++i) {
+          p.add(10);
+        }
+        for (std::uint64_t i = 0; i < held / 10; ++i) {
+          p.sub(10);
+        }
+      }
+      p.add(7);
+    });
+  }
+  for (auto& w : workers) {
+    w.join();
+  }
+  EXPECT_GE(p.peak(), held);
+  EXPECT_LE(p.peak(), threads * held + threads * 7);
+  EXPECT_EQ(p.live.load(), threads * 7);
+  p.reset();
+  EXPECT_EQ(p.peak(), threads * 7U);
+}
+
 TEST(RarePointerMap, TakesWhatWasPutOnce)
 {
   rare_pointer_map<std::vector<cudaStream_t>> map;
@@ -185,6 +234,7 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_NE(std::string{rmm_next_last_error()}.find("no usable CUDA driver or device"),
             std::string::npos);
   EXPECT_EQ(rmm_next_torch_alloc(1024, 0, nullptr), nullptr);
+  EXPECT_EQ(rmm_next_torch_segment_alloc(1 << 21, 0, nullptr), nullptr);
   EXPECT_EQ(rmm_next_cupy_malloc(nullptr, 1024, 0), nullptr);
   EXPECT_EQ(rmm_next_numba_alloc(1024, 0), nullptr);
   EXPECT_EQ(rmm_next_allocate(1024, -1, nullptr), nullptr);
@@ -203,6 +253,7 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_EQ(rmm_next_release_unused(-1), -1);
   rmm_next_statistics stats{};
   EXPECT_EQ(rmm_next_get_statistics(0, &stats), -1);
+  EXPECT_EQ(rmm_next_reset_peak_statistics(-1), -1);
   std::size_t free_bytes{}, total_bytes{};
   EXPECT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), -1);
   std::uint64_t attribute{};

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /** @brief Changes whenever a signature or structure below changes; see `rmm_next_abi_version`. */
-#define RMM_NEXT_ALLOCATOR_ABI_VERSION 1
+#define RMM_NEXT_ALLOCATOR_ABI_VERSION 2
 
 /** @brief The `RMM_NEXT_ALLOCATOR_ABI_VERSION` the library was built with. */
 int rmm_next_abi_version(void);
@@ -116,6 +116,12 @@ void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream);
 /** @brief PyTorch's reset hook (`torch.cuda.empty_cache()`): `rmm_next_release_unused(-1)`. */
 void rmm_next_torch_empty_cache(void);
 
+/** @brief The alloc function for a `torch.cuda.MemPool`, whose segments PyTorch's caching
+ * allocator keeps and hands to any stream: `size` bytes on `device`, allocated on a stream of the
+ * library's own and complete before it returns, so never part of a stream capture. `stream` is
+ * ignored; free with `rmm_next_torch_free`. NULL on failure. */
+void* rmm_next_torch_segment_alloc(ssize_t size, int device, cudaStream_t stream);
+
 /* ---- CuPy: cupy.cuda.memory.CFunctionAllocator ---------------------------------------------- */
 
 /** @brief CuPy's malloc function. `param` is the stream to allocate on (the Python module makes
@@ -174,6 +180,8 @@ typedef struct rmm_next_statistics {
   uint64_t deferred_frees;           /**< frees waiting for a stream capture to end */
   int32_t resource_kind;             /**< an `rmm_next_resource_kind` */
   int32_t thread_cache_enabled;      /**< nonzero when this library's thread cache is in place */
+  uint64_t allocated_bytes_high;     /**< high watermark of `allocated_bytes` since the start or
+                                          the last `rmm_next_reset_peak_statistics` */
 } rmm_next_statistics;
 
 /** @brief Fills `out` for `device` (-1: the current device). @return 0, or -1. */
@@ -226,6 +234,11 @@ int64_t rmm_next_outstanding(int device);
 /** @brief Copies entry `index` of the calling thread's snapshot into `out` (its `stack_trace`
  * valid until the thread's next `rmm_next_outstanding`). @return 0, or -1. */
 int rmm_next_outstanding_entry(size_t index, rmm_next_allocation* out);
+
+/** @brief Restarts the high watermarks of `device` (-1: the current device) from the current
+ * values: `allocated_bytes_high`, and those of the pool serving it (`pool_reserved_bytes_high`,
+ * `pool_used_bytes_high`: the pool's own, so for every user of a shared pool). @return 0, or -1. */
+int rmm_next_reset_peak_statistics(int device);
 
 #ifdef __cplusplus
 }

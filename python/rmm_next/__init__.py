@@ -45,6 +45,7 @@ __all__ = [
     "outstanding",
     "pool_attributes",
     "release_unused",
+    "reset_peak_statistics",
     "statistics",
     "tracing",
     "use_current_pool",
@@ -352,8 +353,8 @@ def deallocate(ptr, nbytes, device=None, stream=0):
 def statistics(device=None):
     """What went through rmm-next for the device (the current one for None), as a dict.
 
-    ``allocations``, ``deallocations``, ``failed_allocations``, ``allocated_bytes`` (live now),
-    ``total_allocated_bytes``, per framework ``torch_allocations``, ``cupy_allocations``,
+    ``allocations``, ``deallocations``, ``failed_allocations``, ``allocated_bytes`` (live now)
+    and its high watermark ``allocated_bytes_high``, ``total_allocated_bytes``, per framework ``torch_allocations``, ``cupy_allocations``,
     ``numba_allocations``, ``other_allocations``; the pool serving the device
     (``pool_reserved_bytes``, ``pool_used_bytes`` and their ``_high`` watermarks: every user of
     the pool counts); the thread cache (``cache_hits``, ``cache_misses``, ``cache_bypasses``,
@@ -369,3 +370,10 @@ def statistics(device=None):
     stats["resource"] = _RESOURCE_KINDS.get(stats.pop("resource_kind"), "unknown")
     stats["thread_cache_enabled"] = bool(stats["thread_cache_enabled"])
     return stats
+
+
+def reset_peak_statistics(device=None):
+    """Restarts the high watermarks of the device (the current one for None) from their current
+    values: ``allocated_bytes_high`` and the pool's ``pool_reserved_bytes_high`` and
+    ``pool_used_bytes_high`` (the pool's own: for every user of a shared pool)."""
+    _lib.call("reset_peak_statistics", _device(device))

@@ -11,7 +11,7 @@ import threading
 
 ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
 LIBRARY_NAME = "librmm_next_allocator.so"
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class RmmNextError(RuntimeError):
@@ -67,7 +67,11 @@ class Statistics(ctypes.Structure):
             "cached_bytes",
             "deferred_frees",
         )
-    ] + [("resource_kind", ctypes.c_int32), ("thread_cache_enabled", ctypes.c_int32)]
+    ] + [
+        ("resource_kind", ctypes.c_int32),
+        ("thread_cache_enabled", ctypes.c_int32),
+        ("allocated_bytes_high", ctypes.c_uint64),
+    ]
 
 
 class Allocation(ctypes.Structure):
@@ -107,6 +111,7 @@ _signatures = {
     "rmm_next_torch_free": (None, [_c_void_p, ctypes.c_ssize_t, _c_int, _c_void_p]),
     "rmm_next_torch_record_stream": (None, [_c_void_p, _c_void_p]),
     "rmm_next_torch_empty_cache": (None, []),
+    "rmm_next_torch_segment_alloc": (_c_void_p, [ctypes.c_ssize_t, _c_int, _c_void_p]),
     "rmm_next_cupy_malloc": (_c_void_p, [_c_void_p, _c_size_t, _c_int]),
     "rmm_next_cupy_free": (None, [_c_void_p, _c_void_p, _c_int]),
     "rmm_next_cupy_forget_stream": (None, [_c_void_p]),
@@ -120,6 +125,7 @@ _signatures = {
     "rmm_next_get_tracing": (_c_int, [ctypes.POINTER(_c_int), ctypes.POINTER(_c_int)]),
     "rmm_next_outstanding": (ctypes.c_int64, [_c_int]),
     "rmm_next_outstanding_entry": (_c_int, [_c_size_t, ctypes.POINTER(Allocation)]),
+    "rmm_next_reset_peak_statistics": (_c_int, [_c_int]),
 }
 
 _lock = threading.Lock()

@@ -30,9 +30,10 @@ def test_every_declared_function_is_exported():
 
 def test_statistics_structure_has_every_field_once():
     names = [name for name, _ in _lib.Statistics._fields_]
-    assert len(names) == len(set(names)) == 20
-    # 18 uint64 counters and two int32: the C struct's layout.
-    assert ctypes.sizeof(_lib.Statistics) == 18 * 8 + 2 * 4
+    assert len(names) == len(set(names)) == 21
+    # 18 uint64 counters, two int32, then allocated_bytes_high: the C struct's layout.
+    assert ctypes.sizeof(_lib.Statistics) == 18 * 8 + 2 * 4 + 8
+    assert _lib.Statistics.allocated_bytes_high.offset == 18 * 8 + 2 * 4
 
 
 def test_configure_rejects_unknown_choices_before_calling_the_library():

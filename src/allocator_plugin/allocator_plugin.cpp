@@ -15,6 +15,7 @@
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
@@ -90,7 +91,10 @@ class plugin_state {
   explicit plugin_state(int devices)
     : device_count{devices},
       slots_{std::make_unique<device_slot[]>(static_cast<std::size_t>(devices))},
-      counters{static_cast<std::size_t>(devices)}
+      counters{static_cast<std::size_t>(devices)},
+      peaks{std::make_unique<live_bytes_peak[]>(static_cast<std::size_t>(devices))},
+      segment_streams_{std::make_unique<std::unique_ptr<detail::owned_stream>[]>(
+        static_cast<std::size_t>(devices))}
   {
   }
 
@@ -165,6 +169,15 @@ class plugin_state {
     return static_cast<std::int64_t>(t.bytes_allocated - t.bytes_freed);
   }
 
+  /** @brief A stream of the plugin's own on `device` (made on first use), never captured. */
+  cudaStream_t segment_stream(int device)
+  {
+    std::lock_guard lock{segment_streams_mutex_};
+    auto& stream = segment_streams_[static_cast<std::size_t>(device)];
+    if (!stream) { stream = std::make_unique<detail::owned_stream>(device, "allocator_plugin"); }
+    return stream->get();
+  }
+
   int const device_count;
 
  private:
@@ -180,10 +193,15 @@ class plugin_state {
 
  public:
   counter_registry counters;
+  std::unique_ptr<live_bytes_peak[]> peaks;                      ///< per device
   allocation_table table;                                        ///< CuPy's allocations
   rare_pointer_map<unsigned long long> graph_allocations;        ///< pointer -> capture id
   rare_pointer_map<std::vector<cudaStream_t>> recorded_streams;  ///< pointer -> user streams
   deferred_frees deferred;
+
+ private:
+  std::mutex segment_streams_mutex_;
+  std::unique_ptr<std::unique_ptr<detail::owned_stream>[]> segment_streams_;
 };
 
 /** @brief The plugin's state; the first call that finds a driver makes it. */
@@ -259,6 +277,7 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
     bump(counts->allocations[static_cast<std::size_t>(from)]);
     bump(counts->bytes_allocated, bytes);
   }
+  st.peaks[static_cast<std::size_t>(device)].add(bytes);
   return ptr;
 }
 
@@ -271,6 +290,7 @@ void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
     bump(counts->deallocations);
     bump(counts->bytes_freed, f.bytes);
   }
+  st.peaks[static_cast<std::size_t>(f.device)].sub(f.bytes);
 }
 
 /** @brief Frees that waited for a capture which has ended. */
@@ -483,6 +503,28 @@ RMM_NEXT_EXPORT void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream
 
 RMM_NEXT_EXPORT void rmm_next_torch_empty_cache(void) { (void)rmm_next_release_unused(-1); }
 
+RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
+                                                   int device,
+                                                   cudaStream_t /*stream*/)
+{
+  return guarded<void*>(nullptr, [&]() -> void* {
+    if (size <= 0) { return nullptr; }
+    // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
+    rmm_next::detail::relaxed_capture_mode const relaxed;
+    auto& st                  = state();
+    device                    = st.resolve(device);
+    cudaStream_t const stream = st.segment_stream(device);
+    void* const ptr =
+      rmm_next::plugin::allocate(source::torch, static_cast<std::size_t>(size), device, stream);
+    if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
+      rmm_next::plugin::deallocate(
+        source::torch, ptr, static_cast<std::size_t>(size), device, stream);
+      rmm_next::detail::throw_cuda_error(s, "cudaStreamSynchronize", "allocator_plugin");
+    }
+    return ptr;
+  });
+}
+
 // ---- CuPy -----------------------------------------------------------------------------------
 
 RMM_NEXT_EXPORT void* rmm_next_cupy_malloc(void* param, size_t size, int device_id)
@@ -572,6 +614,7 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
     s.failed_allocations                = t.failures;
     s.allocated_bytes                   = t.bytes_allocated - t.bytes_freed;
     s.total_allocated_bytes             = t.bytes_allocated;
+    s.allocated_bytes_high              = st.peaks[static_cast<std::size_t>(device)].peak();
     s.deferred_frees                    = st.deferred.count();
     rmm_next::plugin::device_slot& slot = st.slot(device);
     std::lock_guard lock{slot.mutex};
@@ -672,6 +715,25 @@ RMM_NEXT_EXPORT int rmm_next_set_tracking(int enabled, int stack_traces)
       tracing.set_tracking(false, {}, 0);
     } else {
       tracing.set_tracking(true, {.stack_traces = stack_traces != 0}, state().device_count);
+    }
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_reset_peak_statistics(int device)
+{
+  return guarded(-1, [&] {
+    auto& st = state();
+    device   = st.resolve(device);
+    st.peaks[static_cast<std::size_t>(device)].reset();
+    rmm_next::plugin::device_slot& slot = st.slot(device);
+    std::lock_guard lock{slot.mutex};
+    if (cudaMemPool_t const pool = slot.pool(device); pool != nullptr) {
+      for (cudaMemPoolAttr const attr :
+           {cudaMemPoolAttrReservedMemHigh, cudaMemPoolAttrUsedMemHigh}) {
+        cuuint64_t zero = 0;  // the driver's watermarks restart from the pool's current values
+        if (cudaMemPoolSetAttribute(pool, attr, &zero) != cudaSuccess) { (void)cudaGetLastError(); }
+      }
     }
     return 0;
   });

@@ -178,6 +178,46 @@ inline counts_ref local_counts(counter_registry& registry, int device)
   return counts_ref{&t.block[device]};
 }
 
+/**
+ * @brief Bytes live through the plugin on one device and their high watermark. A peak cannot be
+ * summed from per-thread counts, so this one counter is shared, on a cache line of its own.
+ */
+struct alignas(64) live_bytes_peak {
+  std::atomic<std::int64_t> live{0};
+  std::atomic<std::int64_t> high{0};
+
+  void add(std::uint64_t n) noexcept
+  {
+    raise(live.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed) +
+          static_cast<std::int64_t>(n));
+  }
+
+  void sub(std::uint64_t n) noexcept
+  {
+    live.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+  }
+
+  /** @brief The watermark starts again from the bytes live now. */
+  void reset() noexcept
+  {
+    high.store(live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    raise(live.load(std::memory_order_relaxed));  // an add that raced with the store
+  }
+
+  [[nodiscard]] std::uint64_t peak() const noexcept
+  {
+    std::int64_t const h = high.load(std::memory_order_relaxed);
+    return h > 0 ? static_cast<std::uint64_t>(h) : 0;
+  }
+
+ private:
+  void raise(std::int64_t now) noexcept
+  {
+    std::int64_t seen = high.load(std::memory_order_relaxed);
+    while (now > seen && !high.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {}
+  }
+};
+
 /** @brief Adds `n` to a counter that only the calling thread writes. */
 inline void bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) noexcept
 {

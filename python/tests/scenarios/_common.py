@@ -19,3 +19,13 @@ def used_bytes(device=0):
 
     free, total = rmm_next.mem_get_info(device)
     return total - free
+
+
+def pool_segment_bytes(pool):
+    """Bytes of a torch.cuda.MemPool's segments, from its snapshot."""
+    segments = pool.snapshot()
+    return sum(
+        s["total_size"]
+        for s in segments
+        if tuple(s.get("segment_pool_id", pool.id)) == tuple(pool.id)
+    )

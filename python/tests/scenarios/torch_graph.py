@@ -3,7 +3,8 @@
 """Captures a whole training step with torch.cuda.graph and replays it; eager training of the
 same model on the same data must give the same parameters.
 
-    torch_graph.py CACHE      (0 or 1: rmm-next's thread cache)
+    torch_graph.py CACHE      (0 or 1: rmm_next.torch.use() without or with rmm-next's thread
+                               cache; pool: the capture in a rmm_next.torch.mem_pool())
 """
 
 import copy
@@ -15,7 +16,9 @@ from torch import nn
 import rmm_next
 from _common import emit
 
-rmm_next.torch.use(thread_cache=sys.argv[1] == "1")
+pool = rmm_next.torch.mem_pool() if sys.argv[1] == "pool" else None
+if pool is None:
+    rmm_next.torch.use(thread_cache=sys.argv[1] == "1")
 torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -56,7 +59,7 @@ torch.cuda.current_stream().wait_stream(side)
 
 graph = torch.cuda.CUDAGraph()
 opt.zero_grad(set_to_none=True)
-with torch.cuda.graph(graph):
+with torch.cuda.graph(graph, pool=None if pool is None else pool.id):
     static_loss = loss_fn(graphed(static_x), static_y)
     static_loss.backward()
     opt.step()

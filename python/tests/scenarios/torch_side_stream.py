@@ -3,12 +3,14 @@
 """A tensor made on the main stream is read late on a side stream and dropped on the main stream
 at once; the next allocation on the main stream is likely to get its memory and overwrite it.
 
-    torch_side_stream.py RECORD CACHE      (each 0 or 1)
+    torch_side_stream.py RECORD CACHE      (each 0 or 1; CACHE=pool: the tensors in a
+                                           rmm_next.torch.mem_pool(), PyTorch's record_stream)
 
 With RECORD=1 the tensor is recorded on the side stream (Tensor.record_stream): its free must wait
 for the side stream's read. RECORD=0 is the control that shows what the test would catch.
 """
 
+import contextlib
 import sys
 
 import torch
@@ -17,7 +19,11 @@ import rmm_next
 from _common import emit
 
 record, cache = (sys.argv[1] == "1"), (sys.argv[2] == "1")
-rmm_next.torch.use(thread_cache=cache)
+routed = contextlib.ExitStack()
+if sys.argv[2] == "pool":
+    routed.enter_context(torch.cuda.use_mem_pool(rmm_next.torch.mem_pool()))
+else:
+    rmm_next.torch.use(thread_cache=cache)
 
 main = torch.cuda.current_stream()
 side = torch.cuda.Stream()
@@ -38,6 +44,7 @@ for i in range(iterations):
     wrong += int(not bool((y == 2 * i).all()))
     del y, z
 torch.cuda.synchronize()
+routed.close()
 emit(
     {
         "record": record,

@@ -5,10 +5,13 @@
     torch_train.py MODE [STEPS]
 
 MODE: native (PyTorch's caching allocator), async (run with
-PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), rmm (rmm-next), rmm_cache (rmm-next with its
-thread cache). Prints losses, steps per second and, under rmm-next, its statistics.
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), rmm (rmm_next.torch.use()), rmm_cache (use()
+with rmm-next's thread cache), mem_pool (PyTorch's caching allocator over rmm-next: the model, the
+optimizer and the loop inside torch.cuda.use_mem_pool(rmm_next.torch.mem_pool())). Prints losses,
+steps per second and, through rmm-next, its statistics.
 """
 
+import contextlib
 import os
 import random
 import sys
@@ -19,7 +22,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from _common import GiB, emit  # noqa: E402
+from _common import GiB, emit, pool_segment_bytes  # noqa: E402
 
 mode = sys.argv[1]
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
@@ -29,6 +32,14 @@ if mode in ("rmm", "rmm_cache"):
     import rmm_next
 
     rmm_next.torch.use(thread_cache=mode == "rmm_cache")
+
+routed = contextlib.ExitStack()
+if mode == "mem_pool":
+    import rmm_next
+
+    pool = rmm_next.torch.mem_pool()
+    # The calling thread's allocations; autograd's backward thread allocates from PyTorch's own.
+    routed.enter_context(torch.cuda.use_mem_pool(pool))
 
 torch.manual_seed(0)
 # warn_only: an op without a deterministic kernel warns; the loss comparison still tells.
@@ -70,6 +81,7 @@ for step, (batch, length) in enumerate(batches):
     losses.append(loss.detach())
 torch.cuda.synchronize()
 elapsed = time.perf_counter() - start
+routed.close()
 
 result = {
     "mode": mode,
@@ -81,7 +93,10 @@ result = {
 }
 free, total = torch.cuda.mem_get_info(0)
 result["device_used_gib"] = (total - free) / GiB
-if mode.startswith("rmm"):
+if mode == "mem_pool":
+    result["pool_segment_bytes"] = pool_segment_bytes(pool)
+    result["torch_reserved_bytes"] = torch.cuda.memory_reserved(0)
+if mode.startswith("rmm") or mode == "mem_pool":
     stats = rmm_next.statistics(0)
     result["statistics"] = stats
     # What the device holds beyond rmm-next's pool: the context and libraries only.
