@@ -281,15 +281,25 @@ class thread_cache {
   spin_lock lock;
 
   /**
-   * @brief The most recently used list, if it is that of `handle` (and `key_context`): the hot
-   * path's lookup; `list_for` does the rest. Lock held.
+   * @brief The list of `handle` (and `key_context`) if the thread has one, or nullptr: the hot
+   * path's lookup, the most recently used list first, then the others (at most
+   * `max_streams_per_thread`, so that a thread alternating between a few streams stays on the hot
+   * path); `list_for` makes the missing ones. Lock held.
    */
   [[gnu::always_inline]] stream_list* recent(cudaStream_t handle, CUcontext key_context) noexcept
   {
-    stream_list& l = lists_[mru_];
-    if (!matches(l, handle, key_context)) { return nullptr; }
-    l.last_use = ++tick_;
-    return &l;
+    if (stream_list& l = lists_[mru_]; matches(l, handle, key_context)) {
+      l.last_use = ++tick_;
+      return &l;
+    }
+    for (std::size_t i = 0; i < lists_.size(); ++i) {
+      if (stream_list& l = lists_[i]; matches(l, handle, key_context)) {
+        mru_       = i;
+        l.last_use = ++tick_;
+        return &l;
+      }
+    }
+    return nullptr;
   }
 
   /**
