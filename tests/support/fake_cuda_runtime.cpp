@@ -412,6 +412,66 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
   return cudaSuccess;
 }
 
+#if CUDART_VERSION >= 13000
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t,
+                                     cudaStreamCaptureStatus* status,
+                                     unsigned long long* id,
+                                     cudaGraph_t* graph,
+                                     cudaGraphNode_t const** dependencies,
+                                     cudaGraphEdgeData const** edges,
+                                     size_t* count)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  *status = cudaStreamCaptureStatusNone;
+  if (id != nullptr) { *id = 0; }
+  if (graph != nullptr) { *graph = nullptr; }
+  if (dependencies != nullptr) { *dependencies = nullptr; }
+  if (edges != nullptr) { *edges = nullptr; }
+  if (count != nullptr) { *count = 0; }
+  return cudaSuccess;
+}
+#endif
+
+// Events order nothing here: there is no GPU work to wait for.
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int /*flags*/)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  *event = reinterpret_cast<cudaEvent_t>(new int{});
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  delete reinterpret_cast<int*>(event);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  *free_bytes = *total_bytes = std::size_t{16} << 30;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  return cudaSuccess;
+}
+
 cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
