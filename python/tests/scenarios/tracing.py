@@ -52,7 +52,7 @@ if mode.startswith("torch"):
     made = (("a", a, main), ("b", b, main), ("c", c, main), ("d", d, side.cuda_stream))
     for name, t, stream in made:
         keep(name, t.data_ptr(), t.untyped_storage().nbytes(), stream)
-    del c
+    del made, t, c  # the last reference to c: its free is logged now
     tensors["c"]["live"] = False
     torch.cuda.synchronize()
     new = [e for e in rmm_next.outstanding() if e["ptr"] not in baseline]
