@@ -590,7 +590,7 @@ def adaptor_section(res: Results, summary: list[str]) -> list[str]:
         "One stream-ordered allocate + deallocate pair through each adaptor against the same pair "
         "on its upstream (`async_device_resource` on the current pool; `async_managed_resource` "
         "for prefetch), in blocks of 128 pairs that alternate inside one run; medians over blocks, "
-        "ns per pair, and their ratio. *aligned*: 4 KiB alignment from 64 KiB on; *limiting*: a "
+        "ns per pair, and the ratio of the two (median over repetitions). *aligned*: 4 KiB alignment from 64 KiB on; *limiting*: a "
         "limit far above use; *tracking_stacks*: with stack traces; *logging*: to a file; "
         "*failure_callback*: never called. *prefetch* includes its `cudaMemPrefetchAsync`; "
         "*prefetch_by_hand* compares it with the upstream pair plus the same prefetch written by "
@@ -605,7 +605,8 @@ def adaptor_section(res: Results, summary: list[str]) -> list[str]:
             if up is None and ad is None:
                 continue
             target = ADAPTOR_TARGETS.get(name)
-            q = ratio(ad, up)
+            q = res.counter("ratio", *tokens)  # the paired ratio: median over repetitions
+            q = ratio(ad, up) if q is None else q
             cell = fmt_ratio(q, target if target is not None else float("inf"))
             if target is not None and q is not None and q > 1 + target:
                 misses.append(f"{name} at {size_label(bytes_)} ({(q - 1) * 100:+.1f} %)")
@@ -617,6 +618,46 @@ def adaptor_section(res: Results, summary: list[str]) -> list[str]:
         summary.append("Adaptor overhead, target ≤ 5 % for aligned, limiting and prefetch: " +
                        ("met" if not misses else "not met for " + ", ".join(misses)) + ".")
     return out + [""]
+
+
+def replay_section(replay_dir: Path) -> list[str]:
+    """The replays of benchmarks/replay/run_replay.sh: replay_<trace>_<resource>.json files."""
+    out = intro(
+        "Replay of recorded traces",
+        "Allocation logs recorded through the plugin (`rmm_next.configure(log=...)`, "
+        "`benchmarks/replay/record_traces.sh`; the traces are in `benchmarks/replay/traces/`) "
+        "and replayed by `benchmarks/replay/run_replay.sh` in log order: every event waits for "
+        "the one before it, so each resource goes through the states of the logged program. "
+        "Time: the wall time of the replay. Peak reserved: what the resource held from the "
+        "system (driver pools: `ReservedMemHigh`; RMM's pool and arena: bytes they took from "
+        "`cuda_memory_resource`); its ratio to the peak in use is the fragmentation. RMM's arena "
+        "takes its whole arena up front, so its peak reserved is the arena's size.",
+    )
+    traces: dict[str, list[tuple[str, dict]]] = defaultdict(list)
+    for path in sorted(replay_dir.glob("replay_*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            continue
+        for b in data.get("benchmarks", []):
+            if b.get("error_occurred") or b.get("run_type") == "aggregate":
+                continue
+            resource = b["name"].split("/")[1]
+            trace = path.stem[len("replay_"):-(len(resource) + 1)]
+            traces[trace].append((resource, b))
+    for trace, rows_in in traces.items():
+        rows = []
+        for resource, b in rows_in:
+            ms = float(b["real_time"]) * UNIT_NS[b.get("time_unit", "ns")] / 1e6
+            rows.append([resource, fmt(ms, 1), fmt(b.get("peak_in_use_bytes", 0) / MIB, 1),
+                         fmt(b.get("peak_reserved_bytes", 0) / MIB, 1),
+                         fmt(b.get("fragmentation"), 3)])
+        events = int(rows_in[0][1].get("events", 0)) if rows_in else 0
+        out += [f"### {trace} ({events:,} events)", ""]
+        out += table(["resource", "time ms", "peak in use MiB", "peak reserved MiB",
+                      "reserved / in use"], rows, text_columns=1)
+        out.append("")
+    return out
 
 
 STANDARD_FIELDS = {
@@ -862,6 +903,10 @@ def main() -> int:
                         help="overhead over the raw call, in percent, marked in the tables")
     parser.add_argument("--current-ref-target", type=float, default=15.0,
                         help="ns per get_current_device_resource_ref() call, at 1 and 16 threads")
+    parser.add_argument("--replay", type=Path, default=None,
+                        help="a directory of run_replay.sh output (replay_<trace>_<resource>.json)")
+    parser.add_argument("--fragmentation", type=Path, default=None,
+                        help="the fragmentation.md of benchmarks/python/fragmentation.py")
     args = parser.parse_args()
 
     context, runs = load(args.results)
@@ -937,6 +982,19 @@ def main() -> int:
         if name not in known:
             body += generic_section(name.replace("_", " ").capitalize(), res)
 
+    if args.replay is not None:
+        body += replay_section(args.replay)
+    if args.fragmentation is not None:
+        body += intro(
+            "Fragmentation under PyTorch training",
+            "`benchmarks/python/fragmentation.py`: the same training steps (batches and sequence "
+            "lengths that vary from step to step) under each allocator, each in its own process; "
+            "peak bytes reserved (PyTorch: `max_memory_reserved`; rmm-next: the pool's "
+            "`ReservedMemHigh`) against each way's own peak in use and against the native "
+            "allocator's.",
+        )
+        body += [line for line in args.fragmentation.read_text().splitlines()
+                 if line.startswith("|")] + [""]
     errors = [e for res in runs.values() for e in res.errors]
     args.docs.mkdir(parents=True, exist_ok=True)
     has_chart = chart(runs, args.docs / "benchmarks.png", title)
