@@ -334,6 +334,7 @@ MIXED_PEERS = [
     ("async_device_resource", "async_device_resource"),
     ("thread_cache", "thread_cache_adaptor"),
     ("thread_cache_no_capture", "thread_cache_adaptor, detect_capture = false"),
+    ("thread_cache_graph_live", "thread_cache_adaptor, one graph allocation alive"),
     ("rmm_arena", "RMM arena"),
     ("rmm_pool", "RMM pool"),
     ("rmm_cuda_async", "RMM cuda_async"),
@@ -826,6 +827,7 @@ def chart(runs: dict[str, Results], path: Path, title: str) -> bool:
         styles = {"raw": ("tab:gray", "s", "--"), "async_device_resource": ("tab:blue", "o", "-"),
                   "thread_cache": ("tab:red", "*", "-"),
                   "thread_cache_no_capture": ("tab:orange", "P", "-."),
+                  "thread_cache_graph_live": ("tab:pink", "X", "--"),
                   "rmm_arena": ("tab:green", "^", ":"),
                   "rmm_pool": ("tab:purple", "v", ":"), "rmm_cuda_async": ("tab:brown", "D", ":")}
         shared_ax = None
@@ -881,6 +883,14 @@ REPRODUCING = [
     "  -DRMM_NEXT_RMM_ROOT=$PWD/../rmm-wheels",
     "cmake --build build/bench -j",
     "benchmarks/run_all.sh build/bench/benchmarks bench-results",
+    "# the replays and the fragmentation study (PyTorch and CuPy; the plugin built, e.g. by a",
+    "# build with RMM_NEXT_BUILD_TESTS=ON), then one report of everything:",
+    "export RMM_NEXT_ALLOCATOR_LIBRARY=$PWD/build/<dir>/src/allocator_plugin/librmm_next_allocator.so",
+    "for t in benchmarks/replay/traces/*.csv.gz; do",
+    "  benchmarks/replay/run_replay.sh build/bench/benchmarks $t replay-results; done",
+    "python3 benchmarks/python/fragmentation.py fragmentation-results",
+    "python3 benchmarks/bench_report.py --results bench-results --replay replay-results \\",
+    "  --fragmentation fragmentation-results/fragmentation.md",
     "```",
     "",
     "Without `RMM_NEXT_RMM_ROOT`, `mixed_pattern_bench` runs without the RMM peers. The build "
@@ -946,6 +956,9 @@ def main() -> int:
     ]
     if context.get("git_commit"):
         md.append(f"| commit | `{context['git_commit']}` |")
+    # Results put together from several recorded runs say which section came from which.
+    for run in context.get("runs", []):
+        md.append(f"| run | {run} |")
     md.append("")
     if debug_builds:
         md += [
