@@ -621,19 +621,8 @@ def adaptor_section(res: Results, summary: list[str]) -> list[str]:
     return out + [""]
 
 
-def replay_section(replay_dir: Path) -> list[str]:
-    """The replays of benchmarks/replay/run_replay.sh: replay_<trace>_<resource>.json files."""
-    out = intro(
-        "Replay of recorded traces",
-        "Allocation logs recorded through the plugin (`rmm_next.configure(log=...)`, "
-        "`benchmarks/replay/record_traces.sh`; the traces are in `benchmarks/replay/traces/`) "
-        "and replayed by `benchmarks/replay/run_replay.sh` in log order: every event waits for "
-        "the one before it, so each resource goes through the states of the logged program. "
-        "Time: the wall time of the replay. Peak reserved: what the resource held from the "
-        "system (driver pools: `ReservedMemHigh`; RMM's pool and arena: bytes they took from "
-        "`cuda_memory_resource`); its ratio to the peak in use is the fragmentation. RMM's arena "
-        "takes its whole arena up front, so its peak reserved is the arena's size.",
-    )
+def load_replays(replay_dir: Path) -> dict[str, list[tuple[str, dict]]]:
+    """run_replay.sh's replay_<trace>_<resource>.json files: trace -> [(resource, run)]."""
     traces: dict[str, list[tuple[str, dict]]] = defaultdict(list)
     for path in sorted(replay_dir.glob("replay_*.json")):
         try:
@@ -646,19 +635,74 @@ def replay_section(replay_dir: Path) -> list[str]:
             resource = b["name"].split("/")[1]
             trace = path.stem[len("replay_"):-(len(resource) + 1)]
             traces[trace].append((resource, b))
+    return traces
+
+
+def replay_ms(run: dict) -> float:
+    return float(run["real_time"]) * UNIT_NS[run.get("time_unit", "ns")] / 1e6
+
+
+def replay_section(traces: dict[str, list[tuple[str, dict]]], has_chart: bool) -> list[str]:
+    out = intro(
+        "Replay of recorded traces",
+        "Allocation logs recorded through the plugin (`rmm_next.configure(log=...)`, "
+        "`benchmarks/replay/record_traces.sh`; the traces are in `benchmarks/replay/traces/`) "
+        "and replayed by `benchmarks/replay/run_replay.sh` in log order: every event waits for "
+        "the one before it, so each resource goes through the states of the logged program. "
+        "Time: the wall time of the replay. Peak reserved: what the resource held from the "
+        "system (driver pools: `ReservedMemHigh`; RMM's pool and arena: bytes they took from "
+        "`cuda_memory_resource`); its ratio to the peak in use is the fragmentation. RMM's arena "
+        "takes its whole arena up front, so its peak reserved is the arena's size.",
+    )
+    if has_chart:
+        out += ["![replay time and peak reserved per resource](replay.png)", ""]
     for trace, rows_in in traces.items():
-        rows = []
-        for resource, b in rows_in:
-            ms = float(b["real_time"]) * UNIT_NS[b.get("time_unit", "ns")] / 1e6
-            rows.append([resource, fmt(ms, 1), fmt(b.get("peak_in_use_bytes", 0) / MIB, 1),
-                         fmt(b.get("peak_reserved_bytes", 0) / MIB, 1),
-                         fmt(b.get("fragmentation"), 3)])
+        rows = [[resource, fmt(replay_ms(b), 1), fmt(b.get("peak_in_use_bytes", 0) / MIB, 1),
+                 fmt(b.get("peak_reserved_bytes", 0) / MIB, 1), fmt(b.get("fragmentation"), 3)]
+                for resource, b in rows_in]
         events = int(rows_in[0][1].get("events", 0)) if rows_in else 0
         out += [f"### {trace} ({events:,} events)", ""]
         out += table(["resource", "time ms", "peak in use MiB", "peak reserved MiB",
                       "reserved / in use"], rows, text_columns=1)
         out.append("")
     return out
+
+
+def replay_chart(traces: dict[str, list[tuple[str, dict]]], path: Path) -> bool:
+    """Two panels per trace: replay time, and peak reserved (log scale) against peak in use."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    if not traces:
+        return False
+    fig, axes = plt.subplots(len(traces), 2, figsize=(14, 3.8 * len(traces)), squeeze=False)
+    for row, (trace, runs) in enumerate(traces.items()):
+        names = [r for r, _ in runs]
+        x = range(len(names))
+        ax = axes[row][0]
+        ax.bar(x, [replay_ms(b) for _, b in runs], color="tab:blue")
+        ax.set_title(f"{trace}: replay time (lower is better)", fontsize=10)
+        ax.set_ylabel("ms")
+        ax = axes[row][1]
+        ax.bar(x, [b.get("peak_reserved_bytes", 0) / MIB for _, b in runs], color="tab:orange",
+               label="peak reserved")
+        in_use = runs[0][1].get("peak_in_use_bytes", 0) / MIB
+        ax.axhline(in_use, color="black", linestyle="--", linewidth=1, label="peak in use")
+        ax.set_yscale("log")
+        ax.set_title(f"{trace}: peak reserved", fontsize=10)
+        ax.set_ylabel("MiB (log)")
+        ax.legend(fontsize=8)
+        for a in axes[row]:
+            a.set_xticks(list(x))
+            a.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
 
 
 STANDARD_FIELDS = {
@@ -996,7 +1040,9 @@ def main() -> int:
             body += generic_section(name.replace("_", " ").capitalize(), res)
 
     if args.replay is not None:
-        body += replay_section(args.replay)
+        traces = load_replays(args.replay)
+        args.docs.mkdir(parents=True, exist_ok=True)
+        body += replay_section(traces, replay_chart(traces, args.docs / "replay.png"))
     if args.fragmentation is not None:
         body += intro(
             "Fragmentation under PyTorch training",
