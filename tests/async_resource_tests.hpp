@@ -77,7 +77,7 @@ struct resource_traits<async_device_resource> {
   static constexpr bool driver_pools = true;
 };
 
-#if CUDART_VERSION >= 13000  // managed pools need CUDA 13.0 (async_managed_resource_test.cu)
+#if CUDART_VERSION >= 13000  // managed pools need CUDA 13.0 (async_managed_resource_gpu_test.cu)
 template <>
 struct resource_traits<async_managed_resource> {
   static constexpr cudaMemoryType memory_type            = cudaMemoryTypeManaged;
@@ -989,7 +989,7 @@ TYPED_TEST_P(async_resource_matrix, OwnedPoolLivesWhileACopyDoes)
   ASSERT_NE(c, nullptr);
   moved.deallocate(this->stream_, c, KiB);
   // Destroying the last copies destroys the pool. Its handle is then dangling and is not
-  // queried here; async_device_resource_test observes the release through cudaMemGetInfo.
+  // queried here; async_device_resource_gpu_test observes the release through cudaMemGetInfo.
 }
 
 TYPED_TEST_P(async_resource_matrix, ViewNeverDestroysTheCallersPool)

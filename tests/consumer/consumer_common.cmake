@@ -5,7 +5,7 @@ add_executable(consumer ${CMAKE_CURRENT_LIST_DIR}/main.cpp)
 target_link_libraries(consumer PRIVATE rmm-next::rmm-next)
 
 if(RMM_NEXT_CONSUMER_VENDORED)
-  foreach(target IN ITEMS error_test async_device_resource_test tour run-tour)
+  foreach(target IN ITEMS error_test async_device_resource_gpu_test tour run-tour)
     if(TARGET ${target})
       message(FATAL_ERROR "vendored rmm-next must not define its target '${target}'")
     endif()

@@ -1,4 +1,4 @@
-# The per-device tests beyond per_device_resource_map_test.cpp / per_device_resource_test.cu:
+# The per-device tests beyond per_device_resource_map_test.cpp / per_device_resource_gpu_test.cu:
 # two shared libraries sharing the process-wide map, and programs that exit with resources set.
 # Included from tests/CMakeLists.txt: include(per_device/tests.cmake).
 

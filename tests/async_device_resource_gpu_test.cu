@@ -38,9 +38,9 @@ static_assert(std::is_constructible_v<device_resource_ref, resource&>);
 static_assert(!std::is_constructible_v<host_device_async_resource_ref, resource&>);
 static_assert(!std::is_constructible_v<host_resource_ref, resource&>);
 
-using async_device_resource_test = gpu_test;
+using async_device_resource_gpu_test = gpu_test;
 
-TEST_F(async_device_resource_test, DefaultPoolsAreTheDevicesPinnedTypePools)
+TEST_F(async_device_resource_gpu_test, DefaultPoolsAreTheDevicesPinnedTypePools)
 {
   cudaMemPool_t current = current_pool_handle<resource>(device_);
   cudaMemPool_t dflt    = default_pool_handle<resource>(device_);
@@ -72,7 +72,7 @@ cudaError_t set_current_pool(int device, cudaMemPool_t pool)
 #endif
 }
 
-TEST_F(async_device_resource_test, HonoursCudaMemSetMemPool)
+TEST_F(async_device_resource_gpu_test, HonoursCudaMemSetMemPool)
 {
   cudaMemPool_t const original = current_pool_handle<resource>(device_);
   cudaMemPool_t const dflt     = default_pool_handle<resource>(device_);
@@ -107,7 +107,7 @@ TEST_F(async_device_resource_test, HonoursCudaMemSetMemPool)
   ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
-TEST_F(async_device_resource_test, OwnedPoolReleasesItsDeviceMemoryWithTheLastCopy)
+TEST_F(async_device_resource_gpu_test, OwnedPoolReleasesItsDeviceMemoryWithTheLastCopy)
 {
   constexpr std::size_t reserve = GiB;
   constexpr std::size_t slack   = 256 * MiB;  // other reservations, rounding
@@ -142,7 +142,7 @@ TEST_F(async_device_resource_test, OwnedPoolReleasesItsDeviceMemoryWithTheLastCo
   EXPECT_GE(free_after + slack, free_before) << "the owned pool's memory was not released";
 }
 
-TEST_F(async_device_resource_test, ViewOfADevicePoolIsNotTrimmedOrDestroyed)
+TEST_F(async_device_resource_gpu_test, ViewOfADevicePoolIsNotTrimmedOrDestroyed)
 {
   cudaMemPool_t const pool = make_test_pool<resource>(device_);
   ASSERT_NE(pool, nullptr);
@@ -163,7 +163,7 @@ TEST_F(async_device_resource_test, ViewOfADevicePoolIsNotTrimmedOrDestroyed)
   EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
 }
 
-TEST_F(async_device_resource_test, IpcExportablePoolOrNotSupported)
+TEST_F(async_device_resource_gpu_test, IpcExportablePoolOrNotSupported)
 {
   try {
     resource r{pool_options{.export_handle_type = allocation_handle_type::posix_file_descriptor}};
@@ -187,7 +187,7 @@ TEST_F(async_device_resource_test, IpcExportablePoolOrNotSupported)
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(async_device_resource_test, HardwareDecompressPoolOrNotSupported)
+TEST_F(async_device_resource_gpu_test, HardwareDecompressPoolOrNotSupported)
 {
   try {
     resource r{pool_options{.hardware_decompress = true}};
@@ -203,7 +203,7 @@ TEST_F(async_device_resource_test, HardwareDecompressPoolOrNotSupported)
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(async_device_resource_test, OwnedPoolAtAnExplicitLocation)
+TEST_F(async_device_resource_gpu_test, OwnedPoolAtAnExplicitLocation)
 {
   resource r{pool_options{.location = cudaMemLocation{cudaMemLocationTypeDevice, device_}},
              device_};
@@ -219,14 +219,14 @@ TEST_F(async_device_resource_test, OwnedPoolAtAnExplicitLocation)
 // ----------------------------------------------------------
 
 /** A non-blocking stream on device 1, made with device 1 current; device 0 current again after. */
-class other_device_test : public async_device_resource_test {
+class other_device_test : public async_device_resource_gpu_test {
  protected:
   void SetUp() override
   {
     int count{};
     ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
     if (count < 2) { GTEST_SKIP() << "needs 2 GPUs"; }
-    async_device_resource_test::SetUp();
+    async_device_resource_gpu_test::SetUp();
     ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaSetDevice(device_), cudaSuccess);
@@ -238,7 +238,7 @@ class other_device_test : public async_device_resource_test {
       EXPECT_EQ(cudaStreamDestroy(other_), cudaSuccess);
     }
     EXPECT_EQ(cudaSetDevice(device_), cudaSuccess);
-    async_device_resource_test::TearDown();
+    async_device_resource_gpu_test::TearDown();
   }
 
   cudaStream_t other_{};

@@ -38,7 +38,7 @@ static_assert(std::is_constructible_v<host_device_async_resource_ref, resource&>
 static_assert(std::is_constructible_v<host_device_resource_ref, resource&>);
 static_assert(std::is_constructible_v<host_resource_ref, resource&>);
 
-using async_pinned_resource_test = gpu_test;
+using async_pinned_resource_gpu_test = gpu_test;
 
 /** @brief The access device `device` has to `pool`. */
 cudaMemAccessFlags access_of(cudaMemPool_t pool, int device)
@@ -88,7 +88,7 @@ void expect_kernel_writes_host_reads(resource& r, cudaStream_t stream, std::uint
 }
 
 #if CUDART_VERSION >= 13000
-TEST_F(async_pinned_resource_test, DefaultPoolsAreTheHostsPinnedPools)
+TEST_F(async_pinned_resource_gpu_test, DefaultPoolsAreTheHostsPinnedPools)
 {
   cudaMemLocation loc{cudaMemLocationTypeHost, 0};
   cudaMemPool_t current{};
@@ -106,7 +106,7 @@ TEST_F(async_pinned_resource_test, DefaultPoolsAreTheHostsPinnedPools)
   EXPECT_EQ(d.pool_handle(), dflt);
 }
 #else
-TEST_F(async_pinned_resource_test, DefaultConstructionCreatesAHostNumaPoolOfItsOwn)
+TEST_F(async_pinned_resource_gpu_test, DefaultConstructionCreatesAHostNumaPoolOfItsOwn)
 {
   // Before CUDA 13.0 the host has no current or default pool: each resource creates one on the
   // device's host NUMA node.
@@ -125,7 +125,7 @@ TEST_F(async_pinned_resource_test, DefaultConstructionCreatesAHostNumaPoolOfItsO
 }
 #endif
 
-TEST_F(async_pinned_resource_test, GrantsEveryDeviceReadWriteByDefault)
+TEST_F(async_pinned_resource_gpu_test, GrantsEveryDeviceReadWriteByDefault)
 {
   std::vector<int> const devices = pool_capable_devices();
   ASSERT_FALSE(devices.empty());
@@ -139,7 +139,7 @@ TEST_F(async_pinned_resource_test, GrantsEveryDeviceReadWriteByDefault)
   expect_kernel_writes_host_reads(owned, stream_, 52);
 }
 
-TEST_F(async_pinned_resource_test, GrantsOnlyTheDevicesNamed)
+TEST_F(async_pinned_resource_gpu_test, GrantsOnlyTheDevicesNamed)
 {
   resource r{pool_options{}, device_, std::vector<int>{device_}};
   EXPECT_EQ(r.device(), device_);
@@ -159,7 +159,7 @@ TEST_F(async_pinned_resource_test, GrantsOnlyTheDevicesNamed)
   host_only.deallocate_sync(ptr, MiB);
 }
 
-TEST_F(async_pinned_resource_test, AccessibleDeviceOutOfRangeThrows)
+TEST_F(async_pinned_resource_gpu_test, AccessibleDeviceOutOfRangeThrows)
 {
   std::string msg = expect_throws<std::out_of_range>(
     [] { (void)resource{current_pool{}, std::nullopt, std::vector<int>{99}}; });
@@ -178,7 +178,7 @@ TEST_F(async_pinned_resource_test, AccessibleDeviceOutOfRangeThrows)
   still_works.deallocate_sync(ptr, KiB);
 }
 
-TEST_F(async_pinned_resource_test, ViewOfAHostPoolGetsDeviceAccess)
+TEST_F(async_pinned_resource_gpu_test, ViewOfAHostPoolGetsDeviceAccess)
 {
   cudaMemPool_t const pool = make_test_pool<resource>(device_);
   ASSERT_NE(pool, nullptr);
@@ -193,7 +193,7 @@ TEST_F(async_pinned_resource_test, ViewOfAHostPoolGetsDeviceAccess)
   EXPECT_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
 }
 
-TEST_F(async_pinned_resource_test, KernelsReadWhatTheHostWrote)
+TEST_F(async_pinned_resource_gpu_test, KernelsReadWhatTheHostWrote)
 {
   resource r;
   constexpr std::size_t words = std::size_t{1} << 20;
@@ -215,7 +215,7 @@ TEST_F(async_pinned_resource_test, KernelsReadWhatTheHostWrote)
   r.deallocate_sync(ptr, bytes);
 }
 
-TEST_F(async_pinned_resource_test, OwnedPoolOnTheHostLocation)
+TEST_F(async_pinned_resource_gpu_test, OwnedPoolOnTheHostLocation)
 {
   // The host location of this runtime: Host from CUDA 13.0 on, the device's NUMA node before.
   resource r{pool_options{.location = resource_traits<resource>::location(device_)}};
@@ -227,7 +227,7 @@ TEST_F(async_pinned_resource_test, OwnedPoolOnTheHostLocation)
   r.deallocate(stream_, ptr, MiB);
 }
 
-TEST_F(async_pinned_resource_test, StreamsOfDevicesWithoutAccessThrowDeviceMismatch)
+TEST_F(async_pinned_resource_gpu_test, StreamsOfDevicesWithoutAccessThrowDeviceMismatch)
 {
   if (visible_devices() < 2) { GTEST_SKIP() << "needs 2 GPUs"; }
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);

@@ -35,7 +35,7 @@
 
 // Named, not anonymous: nvcc warns about the unreferenced hidden friend of a class in an anonymous
 // namespace (get_property is found by CCCL's property check, which nvcc does not count).
-namespace thrust_allocator_test {
+namespace thrust_allocator_gpu_test {
 
 #define EXPECT_CUDA_OK(call) EXPECT_EQ(cudaSuccess, (call)) << #call
 #define ASSERT_CUDA_OK(call) ASSERT_EQ(cudaSuccess, (call)) << #call
@@ -403,4 +403,4 @@ TEST_F(ThrustAllocatorDevices, AStreamOfAnotherDeviceChoosesThatDevice)
   ASSERT_CUDA_OK(cudaStreamSynchronize(on_device_one));
 }
 
-}  // namespace thrust_allocator_test
+}  // namespace thrust_allocator_gpu_test

@@ -45,9 +45,9 @@ static_assert(std::is_constructible_v<host_device_async_resource_ref, resource&>
 static_assert(std::is_constructible_v<host_device_resource_ref, resource&>);
 static_assert(std::is_constructible_v<host_async_resource_ref, resource&>);
 
-using async_managed_resource_test = gpu_test;
+using async_managed_resource_gpu_test = gpu_test;
 
-TEST_F(async_managed_resource_test, DefaultPoolsAreTheDevicesManagedPools)
+TEST_F(async_managed_resource_gpu_test, DefaultPoolsAreTheDevicesManagedPools)
 {
   cudaMemLocation loc{cudaMemLocationTypeDevice, device_};
   cudaMemPool_t current{};
@@ -116,18 +116,18 @@ void expect_preferred_location_works(cudaMemLocation location,
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 }
 
-TEST_F(async_managed_resource_test, OwnedPoolPreferringTheHost)
+TEST_F(async_managed_resource_gpu_test, OwnedPoolPreferringTheHost)
 {
   expect_preferred_location_works(cudaMemLocation{cudaMemLocationTypeHost, 0}, "the host", stream_);
 }
 
-TEST_F(async_managed_resource_test, OwnedPoolWithoutPreferredLocation)
+TEST_F(async_managed_resource_gpu_test, OwnedPoolWithoutPreferredLocation)
 {
   expect_preferred_location_works(
     cudaMemLocation{cudaMemLocationTypeNone, 0}, "no location", stream_);
 }
 
-TEST_F(async_managed_resource_test, OwnedPoolPreferringTheDevice)
+TEST_F(async_managed_resource_gpu_test, OwnedPoolPreferringTheDevice)
 {
   // The default location of an owned managed pool, spelled out: must work.
   resource r{pool_options{.location = cudaMemLocation{cudaMemLocationTypeDevice, device_}}};
@@ -139,7 +139,7 @@ TEST_F(async_managed_resource_test, OwnedPoolPreferringTheDevice)
   r.deallocate(stream_, ptr, 4 * MiB);
 }
 
-TEST_F(async_managed_resource_test, HostUsesMemoryWhileAKernelRunsElsewhere)
+TEST_F(async_managed_resource_gpu_test, HostUsesMemoryWhileAKernelRunsElsewhere)
 {
   // With concurrent managed access (required by the resource), the host may touch memory that
   // no kernel uses while kernels run on other streams.
@@ -161,7 +161,7 @@ TEST_F(async_managed_resource_test, HostUsesMemoryWhileAKernelRunsElsewhere)
 #else
 // Managed pools need CUDA 13.0: every way of making the resource throws not_supported, naming
 // what it needs and what the program has, and leaves no CUDA error behind.
-using async_managed_resource_test = gpu_test;
+using async_managed_resource_gpu_test = gpu_test;
 
 void expect_not_supported(char const* how, auto make)
 {
@@ -177,7 +177,7 @@ void expect_not_supported(char const* how, auto make)
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << how;
 }
 
-TEST_F(async_managed_resource_test, EveryConstructionThrowsNotSupportedBeforeCuda13)
+TEST_F(async_managed_resource_gpu_test, EveryConstructionThrowsNotSupportedBeforeCuda13)
 {
   expect_not_supported("default", [] { resource r; });
   expect_not_supported("device", [this] { resource r{device_}; });
