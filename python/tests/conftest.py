@@ -93,6 +93,43 @@ def run_scenario(script, *args, env=None, timeout=600):
         pytest.fail(f"{script} printed no JSON last line:\n{done.stdout}\n{done.stderr}")
 
 
+#: Steps of every training run of torch_train.py the tests compare.
+TRAIN_STEPS = 300
+_TRAIN_ENV = {"async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}}
+
+
+@pytest.fixture(scope="session")
+def training(gpu):
+    """training(mode): torch_train.py's run of `mode` (native, async, rmm, rmm_cache, mem_pool) for
+    TRAIN_STEPS steps, each in a process of its own, made once per session for every test."""
+    framework("torch")
+    runs = {}
+
+    def run(mode):
+        if mode not in runs:
+            runs[mode] = run_scenario("torch_train.py", mode, TRAIN_STEPS, env=_TRAIN_ENV.get(mode))
+        return runs[mode]
+
+    return run
+
+
+def compare_to_native(runs):
+    """Each run of `runs` (way -> torch_train.py's result; one is "native") with its steps per
+    second, their ratio to native's, and its largest loss difference from native's."""
+    native = runs["native"]
+    ways = {}
+    for way, run in runs.items():
+        ways[way] = dict(
+            run,
+            ratio_to_native=run["steps_per_second"] / native["steps_per_second"],
+            max_loss_difference_vs_native=max(
+                abs(a - b) for a, b in zip(native["losses"], run["losses"])
+            ),
+            losses_identical_to_native=run["losses"] == native["losses"],
+        )
+    return ways
+
+
 @pytest.fixture
 def record():
     """record(key, value): a measurement shown at the end of the run (and in RMM_NEXT_RESULTS)."""

@@ -4,11 +4,10 @@
 
 import pytest
 
-from conftest import framework, run_scenario
+from conftest import TRAIN_STEPS, framework, run_scenario
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
-ASYNC = {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}
-STEPS = 300
+STEPS = TRAIN_STEPS
 
 
 @pytest.fixture(autouse=True)
@@ -17,15 +16,9 @@ def torch_installed(gpu):
 
 
 @pytest.fixture(scope="module")
-def runs(gpu):
-    """One training run per allocator, each in its own process."""
-    framework("torch")
-    return {
-        "native": run_scenario("torch_train.py", "native", STEPS),
-        "async": run_scenario("torch_train.py", "async", STEPS, env=ASYNC),
-        "rmm": run_scenario("torch_train.py", "rmm", STEPS),
-        "rmm_cache": run_scenario("torch_train.py", "rmm_cache", STEPS),
-    }
+def runs(training):
+    """One training run per allocator, each in its own process (shared with test_torch_routes)."""
+    return {mode: training(mode) for mode in ("native", "async", "rmm", "rmm_cache")}
 
 
 def test_training_losses_match_the_native_allocator(runs, record):

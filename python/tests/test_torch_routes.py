@@ -5,10 +5,10 @@ history, memory fraction, IPC export. docs/python.md's feature table names these
 
 import pytest
 
-from conftest import framework, run_scenario
+from conftest import TRAIN_STEPS, compare_to_native, framework, run_scenario
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
-STEPS = 300
+STEPS = TRAIN_STEPS
 SIZES = [1, 1000, 4096, 1 << 20, (3 << 20) + 512, 64 << 20]  # torch_stats.py's tensors
 MiB = 1 << 20
 
@@ -24,9 +24,10 @@ def torch_installed(gpu):
 
 
 @pytest.fixture(scope="module")
-def ways(gpu):
-    framework("torch")
-    return run_scenario("torch_ways.py", STEPS)["ways"]
+def ways(training):
+    """The four ways, from the session's training runs (test_torch.py shares native and use's)."""
+    modes = {"native": "native", "use": "rmm", "use_cache": "rmm_cache", "mem_pool": "mem_pool"}
+    return compare_to_native({way: training(mode) for way, mode in modes.items()})
 
 
 @pytest.fixture(scope="module")
