@@ -7,7 +7,7 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/device_guard.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/handle_types.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
@@ -213,7 +213,8 @@ inline bool device_exports_fabric(int device) noexcept
   throw_cuda_error(status, call, "export_pool");
 }
 
-/** @brief `export_pool` for a pool of `device` (-1: the current device, for messages only). */
+/** @brief `export_pool` for a pool of `device` (`no_device`: the current device, for messages
+ * only). */
 inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                          allocation_handle_type type,
                                          int device)
@@ -226,10 +227,7 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                " is not one export_pool makes; use posix_file_descriptor or "
                                "fabric");
   }
-  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    device = -1;
-  }
+  if (!is_device_id(device)) { device = current_device_or_none(); }
   if (type == allocation_handle_type::posix_file_descriptor) {
     int fd = -1;
     cudaError_t const s =
@@ -270,7 +268,7 @@ struct pool_handle_message {
 [[nodiscard]] inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                                        allocation_handle_type type)
 {
-  return detail::export_pool(pool, type, -1);
+  return detail::export_pool(pool, type, detail::no_device);
 }
 
 /**
@@ -343,18 +341,14 @@ class imported_pool {
   }
 
   std::shared_ptr<std::remove_pointer_t<cudaMemPool_t>> pool_;
-  int device_{-1};
+  int device_{detail::no_device};
 };
 
 inline imported_pool import_pool(shareable_pool_handle const& handle, std::optional<int> device)
 {
   char const* const who = "import_pool";
   if (!handle) { detail::throw_error<logic_error>(who, "the shareable_pool_handle is empty"); }
-  int count{};
-  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    detail::throw_cuda_error(s, "cudaGetDeviceCount", who);
-  }
-  int const id = device ? detail::checked_device(*device, count, who) : detail::current_device();
+  int const id = detail::device_or_current(device, who);
   detail::device_guard const on_device{id};
 
   bool const fabric                   = handle.type() == allocation_handle_type::fabric;

@@ -8,7 +8,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>

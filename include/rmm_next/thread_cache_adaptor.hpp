@@ -11,6 +11,7 @@
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/pointer_set.hpp>
@@ -245,12 +246,7 @@ int device_of_upstream(Upstream const& upstream)
                 }) {
     return upstream.device();
   } else {
-    int device{};
-    if (cudaGetDevice(&device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return -1;
-    }
-    return device;
+    return current_device_or_none();
   }
 }
 
@@ -465,7 +461,8 @@ class thread_cache_adaptor
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return state_->upstream_; }
 
-  /** @brief The adaptor's device, whose primary context holds its release stream (-1: none). */
+  /** @brief The adaptor's device, whose primary context holds its release stream (-1,
+   * `detail::no_device`: none). */
   [[nodiscard]] int device() const noexcept { return state_->device_; }
 
   /** @brief True when both share one cache, i.e. one is a copy of the other. */

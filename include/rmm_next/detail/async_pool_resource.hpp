@@ -8,7 +8,7 @@
 #include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_resolution.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -337,7 +337,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
    */
   void check_stream_device(cudaStream_t stream) const
   {
-    int on{-1};
+    int on{no_device};
     if (is_default_stream(stream)) {
       on = current_device_or_none();
     } else {
@@ -352,7 +352,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
       if (!stream_is_eager(stream)) { return; }
       on = stream_device(stream);
     }
-    if (on < 0 || on == device_) { return; }
+    if (!is_device_id(on) || on == device_) { return; }
     if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
   }
 

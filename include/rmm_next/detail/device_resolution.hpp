@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
@@ -30,12 +30,7 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
 /** @brief The device the resource works for: `device`, or the current one; validated. */
 inline int resolve_device(memory_kind kind, std::optional<int> device)
 {
-  int count{};
-  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
-  }
-  int const id = device ? checked_device(*device, count, resource_name(kind))
-                        : current_device(resource_name(kind));
+  int const id = device_or_current(device, resource_name(kind));
   check_support(kind, id);
   return id;
 }
@@ -50,10 +45,7 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
 inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::optional<int> device)
 {
   if (kind != memory_kind::device || pool == nullptr) { return resolve_device(kind, device); }
-  int count{};
-  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    throw_cuda_error(s, "cudaGetDeviceCount", resource_name(kind));
-  }
+  int const count = device_count(resource_name(kind));
   if (device) { checked_device(*device, count, resource_name(kind)); }
   std::vector<int> users;
   std::string listed;

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
