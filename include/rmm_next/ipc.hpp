@@ -10,6 +10,7 @@
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
@@ -27,6 +28,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -151,67 +153,6 @@ struct imported_pool_destroyer {
     pool_destroyer{}(pool);
   }
 };
-
-/** @brief True when `device` can export and import pools as fabric handles; a failed query
- * (cleared) says no. */
-inline bool device_exports_fabric(int device) noexcept
-{
-  int mask{};
-  if (device < 0 || cudaDeviceGetAttribute(
-                      &mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return exports_as_fabric(static_cast<allocation_handle_type>(mask));
-}
-
-[[noreturn]] inline void throw_fabric_not_supported(char const* who,
-                                                    int device,
-                                                    char const* call,
-                                                    cudaError_t status)
-{
-  (void)cudaGetLastError();
-  int mask{};
-  if (cudaDeviceGetAttribute(&mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-  }
-  throw_error<not_supported>(who,
-                             "export handle type " +
-                               handle_type_label(allocation_handle_type::fabric) + " needs " +
-                               fabric_requirements + "; device " + std::to_string(device) +
-                               " supports the handle type mask " + std::to_string(mask) +
-                               " (cudaDevAttrMemoryPoolSupportedHandleTypes) and " + call +
-                               " returned " + cudaGetErrorName(status),
-                             status);
-}
-
-/** @brief Throws the typed error for a failed `cudaMemPoolExportToShareableHandle`. */
-[[noreturn]] inline void throw_export_failure(cudaError_t status,
-                                              allocation_handle_type type,
-                                              int device)
-{
-  char const* const call = "cudaMemPoolExportToShareableHandle";
-  if (is_sticky_error(status) || !no_usable_device_reason(status).empty()) {
-    throw_cuda_error(status, call, "export_pool");
-  }
-  if (type == allocation_handle_type::fabric &&
-      (status == cudaErrorNotPermitted || !device_exports_fabric(device))) {
-    throw_fabric_not_supported("export_pool", device, call, status);
-  }
-  if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) {
-    (void)cudaGetLastError();
-    std::string const name = handle_type_name(type);
-    throw_error<logic_error>("export_pool",
-                             "the pool cannot be exported as " + name + " (" + call + " returned " +
-                               cudaGetErrorName(status) +
-                               "); export a pool created with "
-                               "pool_options::export_handle_type = "
-                               "allocation_handle_type::" +
-                               name);
-  }
-  throw_cuda_error(status, call, "export_pool");
-}
 
 /** @brief `export_pool` for a pool of `device` (`no_device`: the current device, for messages
  * only). */
@@ -368,13 +309,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
   }
   imported_pool imported{pool, id};
   if (!detail::has_read_write_access(pool, id)) {
-    cudaMemAccessDesc desc{};
-    desc.location.type = cudaMemLocationTypeDevice;
-    desc.location.id   = id;
-    desc.flags         = cudaMemAccessFlagsProtReadWrite;
-    if (cudaError_t const a = cudaMemPoolSetAccess(pool, &desc, 1); a != cudaSuccess) {
-      detail::throw_cuda_error(a, "cudaMemPoolSetAccess", who);
-    }
+    detail::grant_device_access(pool, std::span<int const>{&id, 1}, who);
   }
   detail::watch_runtime_teardown();
   return imported;

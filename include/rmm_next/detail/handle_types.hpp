@@ -93,4 +93,17 @@ inline bool imex_channel_available() noexcept
 #endif
 }
 
+/** @brief True when `device` can export and import pools as fabric handles; a failed query
+ * (cleared) says no. */
+inline bool device_exports_fabric(int device) noexcept
+{
+  int mask{};
+  if (device < 0 || cudaDeviceGetAttribute(
+                      &mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return exports_as_fabric(static_cast<allocation_handle_type>(mask));
+}
+
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

@@ -12,6 +12,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <span>
+#include <string_view>
 #include <vector>
 
 /**
@@ -62,6 +64,27 @@ inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
 }
 
 /**
+ * @brief Grants kernels on `devices` (ids already checked) read-write access to `pool`
+ * (`cudaMemPoolSetAccess`); `what` names the user's call.
+ */
+inline void grant_device_access(cudaMemPool_t pool,
+                                std::span<int const> devices,
+                                std::string_view what)
+{
+  std::vector<cudaMemAccessDesc> descs;
+  for (int const d : devices) {
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id   = d;
+    desc.flags         = cudaMemAccessFlagsProtReadWrite;
+    descs.push_back(desc);
+  }
+  if (!descs.empty()) {
+    RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()), what);
+  }
+}
+
+/**
  * @brief Grants kernels on `devices` (null: every visible device) read-write access to a
  * host-located pool, which starts host-only.
  */
@@ -78,18 +101,7 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
       if (device_attribute(cudaDevAttrMemoryPoolsSupported, d) != 0) { ids.push_back(d); }
     }
   }
-  std::vector<cudaMemAccessDesc> descs;
-  for (int const d : ids) {
-    cudaMemAccessDesc desc{};
-    desc.location.type = cudaMemLocationTypeDevice;
-    desc.location.id   = d;
-    desc.flags         = cudaMemAccessFlagsProtReadWrite;
-    descs.push_back(desc);
-  }
-  if (!descs.empty()) {
-    RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()),
-                      resource_name(memory_kind::pinned));
-  }
+  grant_device_access(pool, ids, resource_name(memory_kind::pinned));
 }
 
 }  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail

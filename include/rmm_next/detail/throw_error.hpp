@@ -41,6 +41,16 @@ template <class Exception, class... Args>
 }
 
 /**
+ * @brief Throws `Exception{"rmm_next::" + message}` for a `message` that already reads "<what>:
+ * <what happened>" (`RMM_NEXT_EXPECTS`).
+ */
+template <class Exception>
+[[noreturn]] void throw_error(std::string_view message)
+{
+  throw Exception{std::string{"rmm_next::"}.append(message)};
+}
+
+/**
  * @brief True for the errors after which the CUDA context is lost ("sticky"): every later call
  * returns the same error, and using CUDA again takes a new process (an illegal address, a failed
  * launch, a device-side assert, ...).
