@@ -45,7 +45,8 @@
  * allocation as a few bytes, import both in the other process (see docs/ipc.md).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief An exported pool: an owned POSIX file descriptor, or a fabric handle.
@@ -589,4 +590,5 @@ inline void send_pool_handle(int socket, shareable_pool_handle const& handle)
 
 #endif  // !defined(_WIN32)
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -24,7 +24,8 @@
  * every library in the process that uses these functions.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief The process-wide map behind the free functions below.
@@ -152,4 +153,5 @@ inline device_async_resource_ref enable_thread_cache(int device,
   return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

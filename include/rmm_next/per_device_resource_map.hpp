@@ -36,7 +36,8 @@
  * it (a library, an application) instead of shared process-wide state.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 template <class T>
@@ -634,4 +635,5 @@ struct per_device_resource_map_access {
 
 }  // namespace detail
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -43,7 +43,8 @@
  * stream-ordered resource, so that most allocations and frees make no call into the upstream.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Limits of a `thread_cache_adaptor`'s caches. */
 struct thread_cache_options {
@@ -713,4 +714,5 @@ static_assert(detail::synchronous_resource_with<thread_cache_adaptor<device_asyn
 static_assert(
   !cuda::has_property<thread_cache_adaptor<device_async_resource_ref>, cuda::mr::host_accessible>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

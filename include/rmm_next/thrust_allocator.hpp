@@ -26,7 +26,8 @@
 #include <optional>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief A stream-ordered allocator for Thrust containers: `thrust::device_vector<T,
@@ -190,4 +191,5 @@ class thrust_allocator : public detail::allocator_base<T> {
   system_type policy_;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

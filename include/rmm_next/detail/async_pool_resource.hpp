@@ -34,7 +34,8 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -299,4 +300,5 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
 };
 
 }  // namespace detail
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

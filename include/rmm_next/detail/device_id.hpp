@@ -23,7 +23,9 @@
  * count-and-range check, each with one message.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /// @name What -1 means in a device's place
 /// Each use of -1 has its own name, so that a reader knows which one a function means.
@@ -152,4 +154,6 @@ inline int stream_device(cudaStream_t stream) noexcept
   return device;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

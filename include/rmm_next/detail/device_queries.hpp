@@ -19,7 +19,9 @@
  * current device and the range check are `detail/device_id.hpp`'s).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief An integer device attribute. */
 inline int device_attribute(cudaDeviceAttr attr, int device)
@@ -43,4 +45,6 @@ inline std::string version_string(int version)
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

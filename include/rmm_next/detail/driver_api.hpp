@@ -20,7 +20,9 @@
  * to the runtime API or to the behaviour of a process without a GPU.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
@@ -220,4 +222,6 @@ inline bool is_default_stream(cudaStream_t stream) noexcept
   return stream == cudaStream_t{} || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -23,7 +23,9 @@
  * what fabric handles need.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief The name of `type` as `allocation_handle_type` spells it, "unknown" for a mask. */
 constexpr char const* handle_type_name(allocation_handle_type type) noexcept
@@ -106,4 +108,6 @@ inline bool device_exports_fabric(int device) noexcept
   return exports_as_fabric(static_cast<allocation_handle_type>(mask));
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

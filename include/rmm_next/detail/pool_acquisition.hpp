@@ -36,7 +36,9 @@
  * (`create_pool`), or a view of a caller's `cudaMemPool_t`.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 // ---- The device ------------------------------------------------------------------------------
 
@@ -252,4 +254,6 @@ inline pool_binding acquire_pool(memory_kind kind, int device, pool_options cons
   return create_pool(kind, device, opts);
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -24,7 +24,9 @@
  * failed allocation, a stream of the wrong device, a missing feature, a refused export.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief Throws `not_supported` from a resource of `kind`: `what` names the feature, what it
  * needs and what was found. */
@@ -152,4 +154,6 @@ namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
   throw_cuda_error(status, call, "export_pool");
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

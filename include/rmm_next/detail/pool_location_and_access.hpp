@@ -22,7 +22,9 @@
  * may use its memory (queries and grants).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
 inline cudaMemLocation default_location(memory_kind kind, int device)
@@ -104,4 +106,6 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
   grant_device_access(pool, ids, resource_name(memory_kind::pinned));
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -21,7 +21,9 @@
  * throw `not_supported` naming the feature, what it needs and what was found.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Checks at run time that `device` and the driver support pools of `kind`; throws
@@ -76,4 +78,6 @@ inline void check_support(memory_kind kind, int device)
   }
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
