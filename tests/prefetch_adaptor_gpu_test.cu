@@ -170,7 +170,8 @@ TEST_F(prefetch_adaptor_gpu_test, AnUnknownDeviceIsOutOfRange)
   } catch (std::out_of_range const& e) {
     EXPECT_EQ(std::string{e.what()},
               "rmm_next::prefetch_adaptor: device id " + std::to_string(count) +
-                " is out of range: " + std::to_string(count) + " CUDA device(s) are visible");
+                " is out of range [0, " + std::to_string(count) + "): " + std::to_string(count) +
+                " device(s) are visible");
   }
 }
 

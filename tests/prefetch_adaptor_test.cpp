@@ -538,10 +538,10 @@ TEST_F(prefetch_adaptor_test, AnUnknownDeviceIsOutOfRange)
 {
   managed_resource upstream;
   EXPECT_EQ(message_of<std::out_of_range>([&] { adaptor a{upstream, 2}; }),
-            "rmm_next::prefetch_adaptor: device id 2 is out of range: 2 CUDA device(s) are "
+            "rmm_next::prefetch_adaptor: device id 2 is out of range [0, 2): 2 device(s) are "
             "visible");
   EXPECT_EQ(message_of<std::out_of_range>([&] { adaptor a{upstream, -1}; }),
-            "rmm_next::prefetch_adaptor: device id -1 is out of range: 2 CUDA device(s) are "
+            "rmm_next::prefetch_adaptor: device id -1 is out of range [0, 2): 2 device(s) are "
             "visible");
   EXPECT_EQ(upstream.allocations(), 0);
 }

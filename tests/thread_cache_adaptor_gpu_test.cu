@@ -321,18 +321,18 @@ TEST(ThreadCacheAdaptorGpu, CurrentDeviceFollowsSetDeviceOnEveryThread)
   for (int d = 0; d < count; ++d) {
     std::thread{[&, d] {
       ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
-      EXPECT_EQ(rmm_next::detail::current_device_fast(), d);
+      EXPECT_EQ(rmm_next::detail::current_device(), d);
       EXPECT_TRUE(rmm_next::get_current_device_resource_ref() ==
                   rmm_next::get_per_device_resource_ref(d));
       int const other = (d + 1) % count;
       ASSERT_EQ(cudaSetDevice(other), cudaSuccess);
-      EXPECT_EQ(rmm_next::detail::current_device_fast(), other);
+      EXPECT_EQ(rmm_next::detail::current_device(), other);
       ASSERT_EQ(cudaSetDevice(d), cudaSuccess);
-      EXPECT_EQ(rmm_next::detail::current_device_fast(), d);
+      EXPECT_EQ(rmm_next::detail::current_device(), d);
     }}.join();
   }
   std::thread{[] {  // a fresh thread with no context yet: device 0, as cudaGetDevice says
-    EXPECT_EQ(rmm_next::detail::current_device_fast(), 0);
+    EXPECT_EQ(rmm_next::detail::current_device(), 0);
   }}
     .join();
 }

@@ -9,6 +9,7 @@
 
 #include "support/fake_resource.hpp"
 
+#include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
@@ -34,6 +35,14 @@ namespace {
 using rmm_next::thread_cache_adaptor;
 using rmm_next::thread_cache_options;
 using rmm_next::test::fake_resource;
+
+// What the adaptor is in front of the device resource (its header asserts it over a ref).
+using cached_device_resource = thread_cache_adaptor<rmm_next::async_device_resource>;
+static_assert(rmm_next::detail::stream_ordered_resource_with<cached_device_resource,
+                                                             cuda::mr::device_accessible>);
+static_assert(
+  rmm_next::detail::synchronous_resource_with<cached_device_resource, cuda::mr::device_accessible>);
+static_assert(!cuda::has_property<cached_device_resource, cuda::mr::host_accessible>);
 
 cuda::stream_ref fake_stream(std::uintptr_t n)
 {

@@ -29,7 +29,8 @@
 #include <unordered_map>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -260,4 +261,5 @@ static_assert(detail::synchronous_resource_with<aligned_adaptor<device_resource_
 static_assert(
   std::is_constructible_v<device_async_resource_ref, aligned_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

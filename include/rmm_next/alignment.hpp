@@ -10,9 +10,11 @@
 
 #include <cstddef>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief The alignment of every allocation from the async resources (as `cudaMalloc`). */
 inline constexpr std::size_t default_alignment = 256;
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

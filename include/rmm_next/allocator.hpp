@@ -16,7 +16,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief A standard allocator that allocates from a copy of a concrete resource, with no type
@@ -117,4 +118,5 @@ bool operator==(allocator<T, Resource> const& lhs, allocator<U, Resource> const&
   return lhs.resource() == rhs.resource();
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

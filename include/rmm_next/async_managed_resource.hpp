@@ -11,7 +11,8 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/pool_options.hpp>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Managed (unified) memory from a CUDA driver pool (`cudaMallocFromPoolAsync`).
@@ -52,4 +53,5 @@ static_assert(detail::synchronous_resource_with<async_managed_resource,
                                                 cuda::mr::device_accessible,
                                                 cuda::mr::host_accessible>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

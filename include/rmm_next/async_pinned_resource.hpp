@@ -14,7 +14,8 @@
 #include <optional>
 #include <vector>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Pinned (page-locked) host memory from a CUDA driver pool (`cudaMallocFromPoolAsync`).
@@ -75,4 +76,5 @@ static_assert(detail::synchronous_resource_with<async_pinned_resource,
                                                 cuda::mr::host_accessible,
                                                 cuda::mr::device_accessible>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

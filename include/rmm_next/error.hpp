@@ -13,7 +13,8 @@
 #include <stdexcept>
 #include <string>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Thrown when a CUDA runtime call fails.
@@ -118,4 +119,5 @@ class device_mismatch : public logic_error {
   int stream_device_;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

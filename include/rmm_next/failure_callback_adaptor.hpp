@@ -24,7 +24,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief What a `failure_callback_adaptor` calls when its upstream runs out of memory:
@@ -140,4 +141,5 @@ static_assert(detail::synchronous_resource_with<failure_callback_adaptor<device_
 static_assert(std::is_constructible_v<device_async_resource_ref,
                                       failure_callback_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

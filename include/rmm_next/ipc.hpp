@@ -7,9 +7,10 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/device_guard.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
@@ -27,6 +28,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -43,7 +45,8 @@
  * allocation as a few bytes, import both in the other process (see docs/ipc.md).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief An exported pool: an owned POSIX file descriptor, or a fabric handle.
@@ -152,68 +155,8 @@ struct imported_pool_destroyer {
   }
 };
 
-/** @brief True when `device` can export and import pools as fabric handles; a failed query
- * (cleared) says no. */
-inline bool device_exports_fabric(int device) noexcept
-{
-  int mask{};
-  if (device < 0 || cudaDeviceGetAttribute(
-                      &mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return exports_as_fabric(static_cast<allocation_handle_type>(mask));
-}
-
-[[noreturn]] inline void throw_fabric_not_supported(char const* who,
-                                                    int device,
-                                                    char const* call,
-                                                    cudaError_t status)
-{
-  (void)cudaGetLastError();
-  int mask{};
-  if (cudaDeviceGetAttribute(&mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) !=
-      cudaSuccess) {
-    (void)cudaGetLastError();
-  }
-  throw_error<not_supported>(who,
-                             "export handle type " +
-                               handle_type_label(allocation_handle_type::fabric) + " needs " +
-                               fabric_requirements + "; device " + std::to_string(device) +
-                               " supports the handle type mask " + std::to_string(mask) +
-                               " (cudaDevAttrMemoryPoolSupportedHandleTypes) and " + call +
-                               " returned " + cudaGetErrorName(status),
-                             status);
-}
-
-/** @brief Throws the typed error for a failed `cudaMemPoolExportToShareableHandle`. */
-[[noreturn]] inline void throw_export_failure(cudaError_t status,
-                                              allocation_handle_type type,
-                                              int device)
-{
-  char const* const call = "cudaMemPoolExportToShareableHandle";
-  if (is_sticky_error(status) || !no_usable_device_reason(status).empty()) {
-    throw_cuda_error(status, call, "export_pool");
-  }
-  if (type == allocation_handle_type::fabric &&
-      (status == cudaErrorNotPermitted || !device_exports_fabric(device))) {
-    throw_fabric_not_supported("export_pool", device, call, status);
-  }
-  if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) {
-    (void)cudaGetLastError();
-    std::string const name = handle_type_name(type);
-    throw_error<logic_error>("export_pool",
-                             "the pool cannot be exported as " + name + " (" + call + " returned " +
-                               cudaGetErrorName(status) +
-                               "); export a pool created with "
-                               "pool_options::export_handle_type = "
-                               "allocation_handle_type::" +
-                               name);
-  }
-  throw_cuda_error(status, call, "export_pool");
-}
-
-/** @brief `export_pool` for a pool of `device` (-1: the current device, for messages only). */
+/** @brief `export_pool` for a pool of `device` (`no_device`: the current device, for messages
+ * only). */
 inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                          allocation_handle_type type,
                                          int device)
@@ -226,10 +169,7 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                " is not one export_pool makes; use posix_file_descriptor or "
                                "fabric");
   }
-  if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    device = -1;
-  }
+  if (!is_device_id(device)) { device = current_device_or_none(); }
   if (type == allocation_handle_type::posix_file_descriptor) {
     int fd = -1;
     cudaError_t const s =
@@ -270,7 +210,7 @@ struct pool_handle_message {
 [[nodiscard]] inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                                        allocation_handle_type type)
 {
-  return detail::export_pool(pool, type, -1);
+  return detail::export_pool(pool, type, detail::no_device);
 }
 
 /**
@@ -343,18 +283,14 @@ class imported_pool {
   }
 
   std::shared_ptr<std::remove_pointer_t<cudaMemPool_t>> pool_;
-  int device_{-1};
+  int device_{detail::no_device};
 };
 
 inline imported_pool import_pool(shareable_pool_handle const& handle, std::optional<int> device)
 {
   char const* const who = "import_pool";
   if (!handle) { detail::throw_error<logic_error>(who, "the shareable_pool_handle is empty"); }
-  int count{};
-  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    detail::throw_cuda_error(s, "cudaGetDeviceCount", who);
-  }
-  int const id = device ? detail::checked_device(*device, count, who) : detail::current_device();
+  int const id = detail::device_or_current(device, who);
   detail::device_guard const on_device{id};
 
   bool const fabric                   = handle.type() == allocation_handle_type::fabric;
@@ -374,13 +310,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
   }
   imported_pool imported{pool, id};
   if (!detail::has_read_write_access(pool, id)) {
-    cudaMemAccessDesc desc{};
-    desc.location.type = cudaMemLocationTypeDevice;
-    desc.location.id   = id;
-    desc.flags         = cudaMemAccessFlagsProtReadWrite;
-    if (cudaError_t const a = cudaMemPoolSetAccess(pool, &desc, 1); a != cudaSuccess) {
-      detail::throw_cuda_error(a, "cudaMemPoolSetAccess", who);
-    }
+    detail::grant_device_access(pool, std::span<int const>{&id, 1}, who);
   }
   detail::watch_runtime_teardown();
   return imported;
@@ -660,4 +590,5 @@ inline void send_pool_handle(int socket, shareable_pool_handle const& handle)
 
 #endif  // !defined(_WIN32)
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -25,7 +25,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -210,4 +211,5 @@ static_assert(detail::synchronous_resource_with<limiting_adaptor<device_resource
 static_assert(
   std::is_constructible_v<device_async_resource_ref, limiting_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

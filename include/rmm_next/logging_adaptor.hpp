@@ -42,7 +42,8 @@
 #include <unistd.h>
 #endif
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -351,4 +352,5 @@ static_assert(detail::synchronous_resource_with<logging_adaptor<device_resource_
 static_assert(
   std::is_constructible_v<device_async_resource_ref, logging_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -10,16 +10,22 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
+
+#include <mutex>
+#include <vector>
 
 /**
  * @file
- * @brief The process-wide `per_device_resource_map` and RMM's free functions over it.
+ * @brief The process-wide `per_device_resource_map`, RMM's free functions over it, and
+ * `enable_thread_cache`, which puts a `thread_cache_adaptor` in front of it.
  *
  * Prefer a map of your own (`per_device_resource_map`): what is set here changes the memory of
  * every library in the process that uses these functions.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief The process-wide map behind the free functions below.
@@ -114,4 +120,38 @@ inline device_async_resource_ref reset_per_device_resource_ref(int device)
     get_per_device_resource_map(), device, "reset_per_device_resource_ref");
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+/**
+ * @brief Puts a `thread_cache_adaptor` in front of the process-wide resource of `device`, so that
+ * every user of `get_per_device_resource_ref(device)` and `get_current_device_resource_ref()` on
+ * that device allocates through it. One line:
+ * @code
+ * rmm_next::enable_thread_cache(0);
+ * @endcode
+ *
+ * The adaptor wraps the ref set for `device` now and lives until the process ends. Calling this
+ * again while that adaptor is still the device's ref changes nothing.
+ * @return The ref the adaptor wraps (set it back to remove the cache).
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ */
+inline device_async_resource_ref enable_thread_cache(int device,
+                                                     thread_cache_options const& options = {})
+{
+  using adaptor = thread_cache_adaptor<device_async_resource_ref>;
+  struct installed {
+    adaptor* cache;
+    device_async_resource_ref wrapped;
+  };
+  static std::mutex mutex;
+  static auto* const by_device = new std::vector<installed>();  // never destroyed, as the map
+  std::lock_guard lock{mutex};
+  device_async_resource_ref const current = get_per_device_resource_ref(device);
+  for (installed const& i : *by_device) {
+    if (current == device_async_resource_ref{*i.cache}) { return i.wrapped; }
+  }
+  auto* cache = new adaptor{current, device, options};
+  by_device->push_back({cache, current});
+  return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
+}
+
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -7,7 +7,7 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/detail/compat_members.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -36,7 +36,8 @@
  * it (a library, an application) instead of shared process-wide state.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 template <class T>
@@ -245,9 +246,9 @@ class per_device_resource_map {
       return cached.entry.ref();
     }
     int const known  = detail::device_of_current_context(context);
-    int const device = known >= 0 ? known : detail::current_device_fast(what);
+    int const device = detail::is_device_id(known) ? known : detail::current_device(what);
     Ref ref          = get(device, what);  // reads the version again: at least as new as `version`
-    if (known >= 0) {
+    if (detail::is_device_id(known)) {
       cached.entry.store(id_, device, version, ref);
       cached.context = context;
     }
@@ -269,7 +270,7 @@ class per_device_resource_map {
 
   Ref set_current(Ref ref, std::string_view what)
   {
-    return set(detail::current_device_fast(what), std::move(ref), what);
+    return set(detail::current_device(what), std::move(ref), what);
   }
 
   Ref reset(int device, std::string_view what)
@@ -281,15 +282,12 @@ class per_device_resource_map {
     return previous;
   }
 
-  Ref reset_current(std::string_view what)
-  {
-    return reset(detail::current_device_fast(what), what);
-  }
+  Ref reset_current(std::string_view what) { return reset(detail::current_device(what), what); }
 
   [[nodiscard]] int device_count(std::string_view what) const
   {
     int const count = count_.load(std::memory_order_acquire);
-    return count >= 0 ? count : discover_device_count(what);
+    return count != detail::unknown_device_count ? count : discover_device_count(what);
   }
 
   /** @brief A ref and, when the map owns it, the resource it is bound to. */
@@ -502,7 +500,10 @@ class per_device_resource_map {
   int discover_device_count(std::string_view what) const
   {
     std::lock_guard lock{write_mutex_};
-    if (int const count = count_.load(std::memory_order_relaxed); count >= 0) { return count; }
+    if (int const count = count_.load(std::memory_order_relaxed);
+        count != detail::unknown_device_count) {
+      return count;
+    }
     int const count = detail::device_count(what);
     allocate_devices(count);
     return count;
@@ -510,11 +511,7 @@ class per_device_resource_map {
 
   void check_device(int device, std::string_view what) const
   {
-    if (int const count = device_count(what); device < 0 || device >= count) {
-      throw std::out_of_range{detail::error_message(what, "device id ") + std::to_string(device) +
-                              " is out of range [0, " + std::to_string(count) +
-                              "): the map serves " + std::to_string(count) + " device(s)"};
-    }
+    (void)detail::checked_device(device, device_count(what), what);
   }
 
   /** @brief The ref of `device`, made by the factory if none exists. Write lock held. */
@@ -593,7 +590,7 @@ class per_device_resource_map {
   mutable detail::reader_indicators readers_;
   // Made lazily, by readers too, hence mutable: written under write_mutex_ and published to
   // lock-free readers by count_'s release.
-  mutable std::atomic<int> count_{-1};
+  mutable std::atomic<int> count_{detail::unknown_device_count};
   mutable std::unique_ptr<device_state[]> devices_;
 };
 
@@ -638,4 +635,5 @@ struct per_device_resource_map_access {
 
 }  // namespace detail
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -14,7 +14,8 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 template <class T, class... Properties>
 class polymorphic_allocator;
@@ -134,4 +135,5 @@ template <class T>
 using host_device_polymorphic_allocator =
   polymorphic_allocator<T, cuda::mr::host_accessible, cuda::mr::device_accessible>;
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -12,7 +12,8 @@
 #include <cstddef>
 #include <optional>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief Selects the driver's *current* pool for the resource's location
@@ -63,4 +64,5 @@ struct pool_options {
   std::optional<cudaMemLocation> location{};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -10,7 +10,8 @@
 
 #include <cstdint>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Statistics of a driver pool, read from its attributes (`statistics()` of the async
  * resources). */
@@ -22,4 +23,5 @@ struct pool_statistics {
   std::uint64_t release_threshold;    ///< bytes kept across synchronizations
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

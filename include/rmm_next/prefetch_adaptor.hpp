@@ -8,7 +8,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
@@ -29,7 +29,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /** @brief `cudaMemPrefetchAsync` of `[ptr, ptr + bytes)` to `device`, in either CUDA's spelling. */
@@ -240,4 +241,5 @@ static_assert(detail::stream_ordered_resource_with<prefetch_adaptor<host_device_
 static_assert(std::is_constructible_v<host_device_async_resource_ref,
                                       prefetch_adaptor<host_device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

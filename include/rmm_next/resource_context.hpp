@@ -25,7 +25,8 @@
  * results, ...) and per device, with defaults the library chooses and overrides its users make.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /** @brief `Tag::count_` when the enum has that enumerator, else 0 (no count declared). */
@@ -244,4 +245,5 @@ class resource_context {
   std::array<map_type, kind_count> maps_;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

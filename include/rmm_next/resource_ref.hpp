@@ -25,7 +25,8 @@
  * type, so code written against rmm-next compiles unchanged when CCCL is upgraded.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
 
@@ -155,4 +156,5 @@ using host_async_resource_ref = detail::async_ref<cuda::mr::host_accessible>;
 /** @brief Synchronous ref to host-accessible memory. */
 using host_resource_ref = detail::sync_ref<cuda::mr::host_accessible>;
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -23,7 +23,8 @@
 #include <type_traits>
 #include <utility>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief One statistic of a `statistics_adaptor`: its value now, its peak and its running total.
  */
@@ -209,4 +210,5 @@ static_assert(detail::synchronous_resource_with<statistics_adaptor<device_resour
 static_assert(std::is_constructible_v<device_async_resource_ref,
                                       statistics_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -4,13 +4,13 @@
  */
 #pragma once
 
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
 #include <rmm_next/alignment.hpp>
-#include <rmm_next/async_device_resource.hpp>
-#include <rmm_next/async_managed_resource.hpp>
-#include <rmm_next/async_pinned_resource.hpp>
+#include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
-#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/pointer_set.hpp>
@@ -21,7 +21,6 @@
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
-#include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>
@@ -44,7 +43,8 @@
  * stream-ordered resource, so that most allocations and frees make no call into the upstream.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief Limits of a `thread_cache_adaptor`'s caches. */
 struct thread_cache_options {
@@ -177,14 +177,64 @@ class thread_cache_state final : public cache_backend {
     (void)sync(stream);  // a host wait on one stream of ours: harmless to any capture
   }
 
-  Upstream upstream_;
-  int const device_;
-  bool const detect_capture_;
-  std::size_t const max_block_size_;
-  std::shared_ptr<cache_registry> const registry_;
+  /** @brief The resource (or ref) blocks come from and go back to. */
+  [[nodiscard]] Upstream& upstream() noexcept { return upstream_; }
+  [[nodiscard]] Upstream const& upstream() const noexcept { return upstream_; }
 
-  /** @brief Pointers allocated during stream capture (graph memory): never cached. */
-  pointer_set graph_blocks_;
+  /** @brief The device whose primary context holds the release stream (`no_device`: none). */
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+  /** @brief Whether allocations and frees ask if their stream is being captured. */
+  [[nodiscard]] bool detect_capture() const noexcept { return detect_capture_; }
+
+  /** @brief True when a request of `bytes` and `alignment` may be served from a cache. */
+  [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
+  {
+    return bytes != 0 && bytes <= max_block_size_ && is_valid_alignment(alignment);
+  }
+
+  /** @brief The calling thread's cache; nullptr once the thread's caches are gone (its exit). */
+  [[gnu::always_inline]] thread_cache* local_cache() { return detail::local_cache(registry_); }
+
+  /**
+   * @brief Returns what a thread's cache gave up (`taken`) upstream and keeps the unproven part:
+   * the one release-and-count path of the adaptor's calls.
+   */
+  void release(taken_blocks& taken) noexcept { (void)registry_->release(taken); }
+
+  /** @brief Runs `take` (a registry's flush) under its mutex, then waits for what it returned. */
+  std::size_t flush(std::size_t (cache_registry::*take)() noexcept) noexcept
+  {
+    std::size_t bytes = 0;
+    {
+      std::lock_guard lock{registry_->mutex};
+      bytes = ((*registry_).*take)();
+    }
+    wait_for_releases();
+    return bytes;
+  }
+
+  /** @brief The counts of every thread, the flushes and the unproven bytes, now. */
+  [[nodiscard]] thread_cache_statistics statistics() const
+  {
+    std::lock_guard lock{registry_->mutex};
+    cache_counts const sum = registry_->counts_locked();
+    return {sum.hits,
+            sum.misses,
+            sum.bypasses,
+            sum.cached_bytes,
+            registry_->flushes.load(std::memory_order_relaxed),
+            registry_->unproven_bytes()};
+  }
+
+  /** @brief Remembers `ptr` as graph memory (allocated during stream capture): never cached. */
+  void remember_graph_block(void* ptr) { graph_blocks_.insert(ptr); }
+
+  /** @brief True (and forgets it) when `ptr` was allocated during stream capture. */
+  bool forget_graph_block(void* ptr) noexcept
+  {
+    return !graph_blocks_.empty() && graph_blocks_.erase(ptr);
+  }
 
  private:
   /**
@@ -216,14 +266,14 @@ class thread_cache_state final : public cache_backend {
 
   static cache_limits limits_of(thread_cache_options const& o)
   {
-    if (o.max_streams_per_thread == 0) {
-      throw_error<std::invalid_argument>("thread_cache_adaptor",
-                                         "max_streams_per_thread is 0; it must be at least 1");
-    }
-    if (o.fence_interval == 0) {
-      throw_error<std::invalid_argument>("thread_cache_adaptor",
-                                         "fence_interval is 0; it must be at least 1");
-    }
+    auto const at_least_one = [](std::size_t value, char const* name) {
+      if (value == 0) {
+        throw_error<std::invalid_argument>("thread_cache_adaptor",
+                                           std::string{name} + " is 0; it must be at least 1");
+      }
+    };
+    at_least_one(o.max_streams_per_thread, "max_streams_per_thread");
+    at_least_one(o.fence_interval, "fence_interval");
     std::size_t const largest = std::min(o.max_block_size, largest_cacheable_block);
     std::size_t const classes = largest == 0 ? 0 : size_class_of(largest) + 1;
     return {o.max_cached_bytes_per_thread,
@@ -233,6 +283,12 @@ class thread_cache_state final : public cache_backend {
             o.max_unfenced_bytes};
   }
 
+  Upstream upstream_;
+  int const device_;
+  bool const detect_capture_;
+  std::size_t const max_block_size_;
+  std::shared_ptr<cache_registry> const registry_;
+  pointer_set graph_blocks_;  ///< pointers allocated during stream capture
   std::mutex release_mutex_;
   CUstream release_stream_{};
 };
@@ -245,12 +301,7 @@ int device_of_upstream(Upstream const& upstream)
                 }) {
     return upstream.device();
   } else {
-    int device{};
-    if (cudaGetDevice(&device) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return -1;
-    }
-    return device;
+    return current_device_or_none();
   }
 }
 
@@ -344,13 +395,13 @@ class thread_cache_adaptor
     if (!cacheable(bytes, alignment)) { return bypass_allocate(stream, bytes, alignment); }
     cudaStream_t const handle = stream.get();
     // Capture first: asking a capturing stream for its id would invalidate the capture.
-    if (state_->detect_capture_ && !detail::stream_is_eager(handle)) {
+    if (state_->detect_capture() && !detail::stream_is_eager(handle)) {
       return bypass_allocate(stream, bytes, alignment);
     }
     std::uint64_t const id = detail::stream_id(handle);
     if (id == 0) { return bypass_allocate(stream, bytes, alignment); }
     std::size_t const cls             = detail::size_class_of(bytes);
-    detail::thread_cache* const cache = detail::local_cache(state_->registry_);
+    detail::thread_cache* const cache = state_->local_cache();
     if (cache == nullptr) { return allocate_upstream(stream, detail::size_class_bytes(cls)); }
     CUcontext const key = key_context(handle);
     {
@@ -377,14 +428,14 @@ class thread_cache_adaptor
     // Unloading, or a forked child: the driver is not to be asked, and nothing can reuse it.
     if (ptr == nullptr || detail::runtime_unloading().load(std::memory_order_relaxed)) { return; }
     if (!cacheable(bytes, alignment)) {
-      detail::stream_deallocate(state_->upstream_, stream, ptr, bytes, alignment);
+      detail::stream_deallocate(state_->upstream(), stream, ptr, bytes, alignment);
       return;
     }
     std::size_t const cls     = detail::size_class_of(bytes);
     std::size_t const rounded = detail::size_class_bytes(cls);
     cudaStream_t const handle = stream.get();
     bool const uncacheable =
-      forget_graph_block(ptr) || (state_->detect_capture_ && !detail::stream_is_eager(handle));
+      forget_graph_block(ptr) || (state_->detect_capture() && !detail::stream_is_eager(handle));
     detail::thread_cache* const cache = uncacheable ? nullptr : local_cache_noexcept();
     if (cache != nullptr) {
       CUcontext const key = key_context(handle);
@@ -401,7 +452,7 @@ class thread_cache_adaptor
       deallocate_into_list(stream, ptr, cls, key, *cache);
       return;
     }
-    detail::stream_deallocate(state_->upstream_, stream, ptr, rounded, default_alignment);
+    detail::stream_deallocate(state_->upstream(), stream, ptr, rounded, default_alignment);
   }
 
   /**
@@ -411,7 +462,7 @@ class thread_cache_adaptor
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
     requires detail::synchronous_upstream<Upstream>
   {
-    return detail::sync_allocate(state_->upstream_, bytes, alignment);
+    return detail::sync_allocate(state_->upstream(), bytes, alignment);
   }
 
   /** @brief Frees memory from `allocate_sync` to the upstream synchronously. */
@@ -420,7 +471,7 @@ class thread_cache_adaptor
                        std::size_t alignment = default_alignment) noexcept
     requires detail::synchronous_upstream<Upstream>
   {
-    detail::sync_deallocate(state_->upstream_, ptr, bytes, alignment);
+    detail::sync_deallocate(state_->upstream(), ptr, bytes, alignment);
   }
 
   /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members above.
@@ -433,7 +484,7 @@ class thread_cache_adaptor
    * after their stream's last fence stay cached. Makes no call that harms a capture.
    * @return The bytes returned.
    */
-  std::size_t flush() noexcept { return returned(&detail::cache_registry::flush_locked); }
+  std::size_t flush() noexcept { return state_->flush(&detail::cache_registry::flush_locked); }
 
   /**
    * @brief Returns every cached block upstream, also those whose last use nothing proves done
@@ -445,28 +496,18 @@ class thread_cache_adaptor
    */
   std::size_t synchronize_and_flush() noexcept
   {
-    return returned(&detail::cache_registry::synchronize_and_flush_locked);
+    return state_->flush(&detail::cache_registry::synchronize_and_flush_locked);
   }
 
   /** @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now. */
-  [[nodiscard]] thread_cache_statistics statistics() const
-  {
-    detail::cache_registry& r = *state_->registry_;
-    std::lock_guard lock{r.mutex};
-    detail::cache_counts const sum = r.counts_locked();
-    return {sum.hits,
-            sum.misses,
-            sum.bypasses,
-            sum.cached_bytes,
-            r.flushes.load(std::memory_order_relaxed),
-            r.unproven_bytes()};
-  }
+  [[nodiscard]] thread_cache_statistics statistics() const { return state_->statistics(); }
 
   /** @brief The resource (or ref) the adaptor allocates from. */
-  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return state_->upstream_; }
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return state_->upstream(); }
 
-  /** @brief The adaptor's device, whose primary context holds its release stream (-1: none). */
-  [[nodiscard]] int device() const noexcept { return state_->device_; }
+  /** @brief The adaptor's device, whose primary context holds its release stream (-1,
+   * `detail::no_device`: none). */
+  [[nodiscard]] int device() const noexcept { return state_->device(); }
 
   /** @brief True when both share one cache, i.e. one is a copy of the other. */
   friend bool operator==(thread_cache_adaptor const& lhs, thread_cache_adaptor const& rhs) noexcept
@@ -503,7 +544,7 @@ class thread_cache_adaptor
       }
       ptr = cache.pop(list, cls);
     }
-    state_->registry_->release(stale);
+    state_->release(stale);
     if (ptr != nullptr) {
       cache.count_hit();
       return ptr;
@@ -540,26 +581,14 @@ class thread_cache_adaptor
     }
     if (!cached) {
       detail::stream_deallocate(
-        state_->upstream_, stream, ptr, detail::size_class_bytes(cls), default_alignment);
+        state_->upstream(), stream, ptr, detail::size_class_bytes(cls), default_alignment);
     }
-    state_->registry_->release(given_up);
-  }
-
-  /** @brief Runs `take` (a registry's flush) under its mutex, then waits for what it returned. */
-  std::size_t returned(std::size_t (detail::cache_registry::*take)() noexcept) noexcept
-  {
-    std::size_t bytes = 0;
-    {
-      std::lock_guard lock{state_->registry_->mutex};
-      bytes = ((*state_->registry_).*take)();
-    }
-    state_->wait_for_releases();
-    return bytes;
+    state_->release(given_up);
   }
 
   [[nodiscard]] bool cacheable(std::size_t bytes, std::size_t alignment) const noexcept
   {
-    return bytes != 0 && bytes <= state_->max_block_size_ && detail::is_valid_alignment(alignment);
+    return state_->cacheable(bytes, alignment);
   }
 
   /** @brief The context a default-stream handle names (the current one); null for others. */
@@ -587,7 +616,7 @@ class thread_cache_adaptor
   detail::thread_cache* local_cache_noexcept() noexcept
   {
     try {
-      return detail::local_cache(state_->registry_);
+      return state_->local_cache();
     } catch (...) {  // std::bad_alloc making the thread's cache
       return nullptr;
     }
@@ -599,15 +628,13 @@ class thread_cache_adaptor
     bool const fits = cacheable(bytes, alignment);
     std::size_t const upstream_bytes =
       fits ? detail::size_class_bytes(detail::size_class_of(bytes)) : bytes;
-    if (detail::thread_cache* cache = detail::local_cache(state_->registry_)) {
-      cache->count_bypass();
-    }
+    if (detail::thread_cache* cache = state_->local_cache()) { cache->count_bypass(); }
     void* ptr = allocate_upstream(stream, upstream_bytes, fits ? default_alignment : alignment);
     if (fits && ptr != nullptr) {
       try {
-        state_->graph_blocks_.insert(ptr);
+        state_->remember_graph_block(ptr);
       } catch (...) {
-        detail::stream_deallocate(state_->upstream_, stream, ptr, upstream_bytes, alignment);
+        detail::stream_deallocate(state_->upstream(), stream, ptr, upstream_bytes, alignment);
         throw;
       }
     }
@@ -615,10 +642,7 @@ class thread_cache_adaptor
   }
 
   /** @brief True (and forgets it) when `ptr` was allocated during stream capture. */
-  bool forget_graph_block(void* ptr) noexcept
-  {
-    return !state_->graph_blocks_.empty() && state_->graph_blocks_.erase(ptr);
-  }
+  bool forget_graph_block(void* ptr) noexcept { return state_->forget_graph_block(ptr); }
 
   /**
    * @brief Allocates from the upstream; on exhaustion flushes every cache and retries once.
@@ -631,7 +655,7 @@ class thread_cache_adaptor
                           detail::thread_cache* cache = nullptr)
   {
     try {
-      return detail::stream_allocate(state_->upstream_, stream, bytes, alignment);
+      return detail::stream_allocate(state_->upstream(), stream, bytes, alignment);
     } catch (out_of_memory const&) {
       if (!flush_for_retry(stream, cache)) { throw; }
     } catch (bad_alloc const&) {  // not an exhaustion: flushing cannot help
@@ -639,7 +663,7 @@ class thread_cache_adaptor
     } catch (std::bad_alloc const&) {  // exhaustion reported by a resource outside rmm-next
       if (!flush_for_retry(stream, cache)) { throw; }
     }
-    return detail::stream_allocate(state_->upstream_, stream, bytes, alignment);
+    return detail::stream_allocate(state_->upstream(), stream, bytes, alignment);
   }
 
   /**
@@ -659,13 +683,13 @@ class thread_cache_adaptor
         detail::thread_cache::fence(list);
       } catch (...) {  // std::bad_alloc: flush what is fenced already
       }
-      state_->registry_->release(none);
+      state_->release(none);
     }
     if (flush() == 0) { return false; }
     if constexpr (requires(Upstream const& u) {
                     { u.pool_handle() } -> std::same_as<cudaMemPool_t>;
                   }) {
-      (void)cudaMemPoolTrimTo(state_->upstream_.pool_handle(), 0);
+      (void)cudaMemPoolTrimTo(state_->upstream().pool_handle(), 0);
       (void)cudaGetLastError();
     }
     return true;
@@ -683,46 +707,12 @@ template <class Upstream>
 thread_cache_adaptor(Upstream, int, thread_cache_options const& = {})
   -> thread_cache_adaptor<Upstream>;
 
-static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<async_device_resource>,
-                                                   cuda::mr::device_accessible>);
-static_assert(detail::synchronous_resource_with<thread_cache_adaptor<async_device_resource>,
-                                                cuda::mr::device_accessible>);
 static_assert(detail::stream_ordered_resource_with<thread_cache_adaptor<device_async_resource_ref>,
                                                    cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<thread_cache_adaptor<device_async_resource_ref>,
+                                                cuda::mr::device_accessible>);
 static_assert(
-  !cuda::has_property<thread_cache_adaptor<async_device_resource>, cuda::mr::host_accessible>);
+  !cuda::has_property<thread_cache_adaptor<device_async_resource_ref>, cuda::mr::host_accessible>);
 
-/**
- * @brief Puts a `thread_cache_adaptor` in front of the process-wide resource of `device`, so that
- * every user of `get_per_device_resource_ref(device)` and `get_current_device_resource_ref()` on
- * that device allocates through it. One line:
- * @code
- * rmm_next::enable_thread_cache(0);
- * @endcode
- *
- * The adaptor wraps the ref set for `device` now and lives until the process ends. Calling this
- * again while that adaptor is still the device's ref changes nothing.
- * @return The ref the adaptor wraps (set it back to remove the cache).
- * @throws std::out_of_range if `device` is not a visible device; nothing changes.
- */
-inline device_async_resource_ref enable_thread_cache(int device,
-                                                     thread_cache_options const& options = {})
-{
-  using adaptor = thread_cache_adaptor<device_async_resource_ref>;
-  struct installed {
-    adaptor* cache;
-    device_async_resource_ref wrapped;
-  };
-  static std::mutex mutex;
-  static auto* const by_device = new std::vector<installed>();  // never destroyed, as the map
-  std::lock_guard lock{mutex};
-  device_async_resource_ref const current = get_per_device_resource_ref(device);
-  for (installed const& i : *by_device) {
-    if (current == device_async_resource_ref{*i.cache}) { return i.wrapped; }
-  }
-  auto* cache = new adaptor{current, device, options};
-  by_device->push_back({cache, current});
-  return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
-}
-
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

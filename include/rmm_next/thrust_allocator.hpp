@@ -9,6 +9,7 @@
 #include <rmm_next/detail/allocator_base.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -25,7 +26,8 @@
 #include <optional>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief A stream-ordered allocator for Thrust containers: `thrust::device_vector<T,
@@ -152,8 +154,8 @@ class thrust_allocator : public detail::allocator_base<T> {
   /** @brief The stream memory is allocated and freed on. */
   [[nodiscard]] cuda::stream_ref stream() const noexcept { return stream_; }
 
-  /** @brief The device of `stream()`, current while memory is allocated and freed; -1 when the
-   * driver could not tell at construction. */
+  /** @brief The device of `stream()`, current while memory is allocated and freed; -1
+   * (`detail::no_device`) when the driver could not tell at construction. */
   [[nodiscard]] int device() const noexcept { return device_; }
 
   /** @brief The resource memory comes from. */
@@ -174,13 +176,13 @@ class thrust_allocator : public detail::allocator_base<T> {
   static int known_device(cuda::stream_ref stream)
   {
     int const device = detail::stream_device(stream.get());
-    return device >= 0 ? device : detail::current_device("thrust_allocator");
+    return detail::is_device_id(device) ? device : detail::current_device("thrust_allocator");
   }
 
   /** @brief True when `device_` is known and not current: allocate and free must switch. */
   [[nodiscard]] bool needs_switch() const noexcept
   {
-    return device_ >= 0 && detail::current_device_or_none() != device_;
+    return detail::is_device_id(device_) && detail::current_device_or_none() != device_;
   }
 
   device_async_resource_ref resource_;
@@ -189,4 +191,5 @@ class thrust_allocator : public detail::allocator_base<T> {
   system_type policy_;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -37,7 +37,8 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief What a `tracking_adaptor` records; designated initializers name what they change. */
 struct tracking_options {
@@ -360,4 +361,5 @@ static_assert(detail::synchronous_resource_with<tracking_adaptor<device_resource
 static_assert(
   std::is_constructible_v<device_async_resource_ref, tracking_adaptor<device_async_resource_ref>&>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -14,6 +14,7 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
@@ -76,14 +77,7 @@ R guarded(R on_failure, F&& f) noexcept
 
 // ---- Process-wide state ---------------------------------------------------------------------
 
-int query_device_count()
-{
-  int count{};
-  if (cudaError_t const s = cudaGetDeviceCount(&count); s != cudaSuccess) {
-    detail::throw_cuda_error(s, "cudaGetDeviceCount", "allocator_plugin");
-  }
-  return count;
-}
+int query_device_count() { return detail::device_count("allocator_plugin"); }
 
 /** @brief Everything the plugin keeps; made on first use and never destroyed, like the map. */
 class plugin_state {
@@ -101,18 +95,10 @@ class plugin_state {
   /** @brief `device`, or the current device for -1, checked against the device count. */
   [[nodiscard]] int resolve(int device) const
   {
-    if (device == -1) {
-      if (cudaError_t const s = cudaGetDevice(&device); s != cudaSuccess) {
-        detail::throw_cuda_error(s, "cudaGetDevice", "allocator_plugin");
-      }
+    if (device == detail::current_device_arg) {
+      device = detail::current_device("allocator_plugin");
     }
-    if (device < 0 || device >= device_count) {
-      detail::throw_error<std::out_of_range>(
-        "allocator_plugin",
-        "device " + std::to_string(device) + " is not a visible device (count " +
-          std::to_string(device_count) + "); pass an id in [0, count) or -1");
-    }
-    return device;
+    return detail::checked_device(device, device_count, "allocator_plugin");
   }
 
   /** @brief The slot of `device`, with the default choice applied on the plugin's first use. */
@@ -137,7 +123,7 @@ class plugin_state {
   /** @brief Applies `choice` to `device` (-1: the default, and every device already used). */
   void choose(int device, resource_choice const& choice, char const* call)
   {
-    if (device == -1) {
+    if (device == detail::every_device) {
       {
         std::lock_guard lock{default_mutex_};
         if (choice.kind) {
@@ -409,7 +395,7 @@ RMM_NEXT_EXPORT int rmm_next_disable_thread_cache(int device)
       std::lock_guard lock{s.mutex};
       s.remove_cache(d);
     };
-    if (device == -1) {
+    if (device == rmm_next::detail::every_device) {
       st.forget_default_cache();
       for (int d = 0; d < st.device_count; ++d) {
         if (st.touched(d)) { remove(d); }
@@ -442,7 +428,7 @@ RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
         (void)cudaGetLastError();
       }
     };
-    if (device == -1) {
+    if (device == rmm_next::detail::every_device) {
       for (int d = 0; d < st.device_count; ++d) {
         release(d);
       }
@@ -756,7 +742,7 @@ RMM_NEXT_EXPORT int rmm_next_get_tracing(int* logging, int* tracking)
 RMM_NEXT_EXPORT int64_t rmm_next_outstanding(int device)
 {
   return guarded<int64_t>(-1, [&] {
-    if (device != -1) { device = state().resolve(device); }
+    if (device != rmm_next::detail::every_device) { device = state().resolve(device); }
     auto& snapshot = outstanding_snapshot();
     snapshot       = rmm_next::plugin::tracing_state().outstanding(device);
     return static_cast<int64_t>(snapshot.size());

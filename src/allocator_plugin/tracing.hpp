@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/compat_members.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/logging_adaptor.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -312,7 +313,7 @@ class tracing {
     }
     std::vector<outstanding_entry> list;
     for (std::size_t d = 0; d < f->track.size(); ++d) {
-      if (device != -1 && static_cast<std::size_t>(device) != d) { continue; }
+      if (device != detail::every_device && static_cast<std::size_t>(device) != d) { continue; }
       for (tracked_allocation& a : f->track[d]->outstanding()) {
         std::uint64_t const thread = thread_number(a.thread);
         list.push_back({std::move(a), static_cast<int>(d), thread});

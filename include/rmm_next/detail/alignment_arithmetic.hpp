@@ -22,7 +22,9 @@
  * pad or count requests (`aligned_adaptor`, `limiting_adaptor`).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief True for the alignments the async resources accept: powers of two up to 256. */
 constexpr bool is_valid_alignment(std::size_t alignment) noexcept
@@ -60,4 +62,6 @@ inline void check_power_of_two_alignment(std::string_view what, std::size_t alig
   }
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

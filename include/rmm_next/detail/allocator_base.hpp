@@ -12,7 +12,9 @@
 #include <new>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief True when the resources can align a `T`: `alignof(T)` is at most 256. */
 template <class T>
@@ -55,4 +57,6 @@ struct allocator_base {
   using is_always_equal                        = std::false_type;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

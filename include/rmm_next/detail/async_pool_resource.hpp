@@ -8,14 +8,14 @@
 #include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
-#include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/device_resolution.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/pool_acquisition.hpp>
 #include <rmm_next/detail/pool_attributes.hpp>
+#include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
@@ -34,7 +34,8 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 namespace detail {
 
@@ -42,70 +43,6 @@ template <class Source>
 inline constexpr bool is_pool_source =
   std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool> ||
   std::is_same_v<Source, pool_options> || std::is_same_v<Source, cudaMemPool_t>;
-
-[[noreturn]] inline void throw_bad_alignment(memory_kind kind, std::size_t alignment)
-{
-  throw_error<bad_alloc>(resource_name(kind),
-                         "alignment " + std::to_string(alignment) +
-                           " is not a power of two no greater than " +
-                           std::to_string(default_alignment));
-}
-
-[[noreturn]] inline void throw_allocation_failure(memory_kind kind,
-                                                  cudaError_t status,
-                                                  std::size_t bytes,
-                                                  int device,
-                                                  cudaStream_t stream = nullptr)
-{
-  if (is_sticky_error(status)) {
-    // Not a failed allocation: earlier work broke the context, and nothing will work again.
-    throw_cuda_error(status, "cudaMallocFromPoolAsync", resource_name(kind));
-  }
-  (void)cudaGetLastError();
-  cudaStreamCaptureStatus capture{cudaStreamCaptureStatusNone};
-  if (status == cudaErrorNotSupported && stream != nullptr &&
-      cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-      capture != cudaStreamCaptureStatusNone) {
-    // Graph memory nodes cannot come from host-located pools.
-    throw_error<not_supported>(resource_name(kind),
-                               "allocating " + std::to_string(bytes) +
-                                 " bytes during stream capture needs a device memory pool; the "
-                                 "driver cannot capture allocations from this pool (" +
-                                 cudaGetErrorName(status) + ")",
-                               status);
-  }
-  std::string const where = kind == memory_kind::pinned
-                              ? " bytes of pinned host memory (resource device "
-                              : " bytes on device ";
-  std::string const tail  = std::to_string(device) + (kind == memory_kind::pinned ? ")" : "") +
-                           " (" + cudaGetErrorName(status) + ": " + cudaGetErrorString(status) +
-                           ")";
-  std::string const failed = "failed to allocate " + std::to_string(bytes) + where + tail;
-  if (status == cudaErrorMemoryAllocation) {
-    throw_error<out_of_memory>(resource_name(kind), "out_of_memory: " + failed);
-  }
-  throw_error<bad_alloc>(resource_name(kind), failed);
-}
-
-/** @brief Throws `device_mismatch` for a stream of `stream_device` given to a resource of
- * `resource_device` whose pool that device has no access to. */
-[[noreturn]] inline void throw_device_mismatch(memory_kind kind,
-                                               int resource_device,
-                                               int stream_device)
-{
-  std::string const mine   = "device " + std::to_string(resource_device);
-  std::string const theirs = "device " + std::to_string(stream_device);
-  std::string const memory = kind == memory_kind::pinned
-                               ? "pinned host memory of the resource on " + mine
-                               : mine + " memory";
-  throw_error<device_mismatch>(std::string{resource_name(kind)} + "::allocate",
-                               "device_mismatch: given a stream of " + theirs + ", but " + theirs +
-                                 " has no access to the " + memory +
-                                 "; allocate with a stream of " + mine + ", or grant " + theirs +
-                                 " access to the pool (cudaMemPoolSetAccess)",
-                               resource_device,
-                               stream_device);
-}
 
 /**
  * @brief The machinery the three async resources share: pool choice and ownership,
@@ -337,7 +274,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
    */
   void check_stream_device(cudaStream_t stream) const
   {
-    int on{-1};
+    int on{no_device};
     if (is_default_stream(stream)) {
       on = current_device_or_none();
     } else {
@@ -352,7 +289,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
       if (!stream_is_eager(stream)) { return; }
       on = stream_device(stream);
     }
-    if (on < 0 || on == device_) { return; }
+    if (!is_device_id(on) || on == device_) { return; }
     if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
   }
 
@@ -363,4 +300,5 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
 };
 
 }  // namespace detail
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

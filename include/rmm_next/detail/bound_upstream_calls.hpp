@@ -20,7 +20,9 @@
  * the adaptor was called.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief `upstream`'s stream-ordered members, on `stream`. */
 template <stream_ordered_upstream Upstream>
@@ -59,4 +61,6 @@ struct synchronous_calls {
   }
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -24,7 +24,9 @@
 #define RMM_NEXT_CCCL_STREAM_ORDERED_MR 0
 #endif
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 #if RMM_NEXT_CCCL_STREAM_ORDERED_MR
 /** @brief `R` allocates in stream order with `Properties`, as this CCCL spells it
@@ -48,4 +50,6 @@ template <class R, class... Properties>
 concept synchronous_resource_with = cuda::mr::resource_with<R, Properties...>;
 #endif
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief What a literal `0` or `nullptr` in the stream's place converts from, other than the size
@@ -122,4 +124,6 @@ class compat_members : public stream_first {
 #endif
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

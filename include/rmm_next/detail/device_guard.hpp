@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/throw_error.hpp>
@@ -13,7 +14,9 @@
 
 #include <new>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Makes a device current for its lifetime, then gives the thread back exactly the context
@@ -37,10 +40,11 @@ class device_guard {
     }
   }
 
-  /** @brief Makes `device` current if it can (nothing for -1); `ok()` says whether it did. */
+  /** @brief Makes `device` current if it can (nothing for `no_device`); `ok()` says whether it did.
+   */
   device_guard(int device, std::nothrow_t) noexcept
   {
-    if (device >= 0 && enter(device) != cudaSuccess) {
+    if (is_device_id(device) && enter(device) != cudaSuccess) {
       (void)cudaGetLastError();  // the failure is ours: clear it
       ok_ = false;
     }
@@ -64,7 +68,7 @@ class device_guard {
     if (api.ctx_get_current == nullptr || api.ctx_set_current == nullptr ||
         api.ctx_get_current(&saved_) != CUDA_SUCCESS) {
       // No way to give the context back exactly: only a device that is current already will do.
-      int now{-1};
+      int now{no_device};
       if (cudaError_t const s = cudaGetDevice(&now); s != cudaSuccess) { return s; }
       return now == device ? cudaSuccess : cudaErrorNotSupported;
     }
@@ -82,4 +86,6 @@ class device_guard {
   bool ok_{true};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -4,7 +4,6 @@
  */
 #pragma once
 
-#include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <cuda.h>  // types only: the functions are reached through the runtime, libcuda is not linked
@@ -21,7 +20,9 @@
  * to the runtime API or to the behaviour of a process without a GPU.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
@@ -197,35 +198,6 @@ inline int device_of_current_context(CUcontext context) noexcept
 }
 
 /**
- * @brief The current device, read from the thread's current context (`cuCtxGetCurrent`, then
- * `device_of_current_context`) instead of `cudaGetDevice`: about 10 ns instead of 30 to 40 ns.
- * Follows `cudaSetDevice` and `cuCtxSetCurrent`. Falls back to `cudaGetDevice` when the thread has
- * no current context yet. -1 when no usable driver or device exists.
- */
-inline int current_device_or_none() noexcept
-{
-  if (int const device = device_of_current_context(current_context_or_null()); device >= 0) {
-    return device;
-  }
-  int device{};
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  return device;
-}
-
-/**
- * @brief The current device, as `current_device_or_none`.
- * @throws cuda_error naming `what` (the user's call) if no usable driver or device exists.
- */
-inline int current_device_fast(std::string_view what = "cuda_error")
-{
-  int const device = current_device_or_none();
-  return device >= 0 ? device : current_device(what);
-}
-
-/**
  * @brief The context of `stream` (`cuStreamGetCtx`: one driver call, which a stream being
  * captured answers without harm to the capture, unlike `cuStreamGetDevice` and `cuStreamGetId`),
  * or null when the driver cannot tell. Not for the default streams, whose context is the current
@@ -250,30 +222,6 @@ inline bool is_default_stream(cudaStream_t stream) noexcept
   return stream == cudaStream_t{} || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
 
-/**
- * @brief The device whose work `stream` orders: the current device for the default streams,
- * else the device the stream was created on (`cuStreamGetDevice`, one driver call, on drivers
- * 12.8 and later; the stream's context on older ones). -1 when the driver cannot tell (no driver,
- * an invalid handle).
- */
-inline int stream_device(cudaStream_t stream) noexcept
-{
-  if (is_default_stream(stream)) { return current_device_or_none(); }
-  driver_api const& api = driver();
-  auto const handle     = reinterpret_cast<CUstream>(stream);
-  if (api.stream_get_device != nullptr) {
-    CUdevice device{};
-    return api.stream_get_device(handle, &device) == CUDA_SUCCESS ? static_cast<int>(device) : -1;
-  }
-  // Before 12.8: the device of the stream's context, made current for the question.
-  CUcontext const context = stream_context(stream);
-  CUcontext const saved   = current_context_or_null();
-  if (context == nullptr || api.ctx_set_current == nullptr) { return -1; }
-  if (context == saved) { return device_of_current_context(saved); }
-  if (api.ctx_set_current(context) != CUDA_SUCCESS) { return -1; }
-  int const device = device_of_current_context(context);
-  (void)api.ctx_set_current(saved);
-  return device;
-}
-
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

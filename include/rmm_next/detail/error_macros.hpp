@@ -27,9 +27,9 @@
   RMM_NEXT_EXPECTS_SELECT(__VA_ARGS__, RMM_NEXT_EXPECTS_3, RMM_NEXT_EXPECTS_2, unused)(__VA_ARGS__)
 #define RMM_NEXT_EXPECTS_SELECT(_1, _2, _3, name, ...) name
 #define RMM_NEXT_EXPECTS_2(cond, msg)                  RMM_NEXT_EXPECTS_3(cond, msg, ::rmm_next::logic_error)
-#define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                         \
-  do {                                                                        \
-    if (!(cond)) { throw exception_type{std::string{"rmm_next::"} + (msg)}; } \
+#define RMM_NEXT_EXPECTS_3(cond, msg, exception_type)                      \
+  do {                                                                     \
+    if (!(cond)) { ::rmm_next::detail::throw_error<exception_type>(msg); } \
   } while (0)
 
 /**

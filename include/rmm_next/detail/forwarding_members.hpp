@@ -13,7 +13,9 @@
 
 #include <cstddef>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief The allocate and free members of an adaptor that writes its logic once for both ways of
@@ -76,4 +78,6 @@ class forwarding_members : public compat_members<Derived> {
   Derived& derived() noexcept { return static_cast<Derived&>(*this); }
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -23,7 +23,9 @@
  * what fabric handles need.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief The name of `type` as `allocation_handle_type` spells it, "unknown" for a mask. */
 constexpr char const* handle_type_name(allocation_handle_type type) noexcept
@@ -93,4 +95,19 @@ inline bool imex_channel_available() noexcept
 #endif
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+/** @brief True when `device` can export and import pools as fabric handles; a failed query
+ * (cleared) says no. */
+inline bool device_exports_fabric(int device) noexcept
+{
+  int mask{};
+  if (device < 0 || cudaDeviceGetAttribute(
+                      &mask, cudaDevAttrMemoryPoolSupportedHandleTypes, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return exports_as_fabric(static_cast<allocation_handle_type>(mask));
+}
+
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

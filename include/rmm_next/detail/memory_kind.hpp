@@ -18,7 +18,9 @@
  * apart, and what follows from it: the resource's name, the allocation type, the name tools see.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief What a pool hands out: the one thing that sets the three async resources apart. */
 enum class memory_kind { device, managed, pinned };
@@ -66,4 +68,6 @@ inline std::array<char, 50> allocation_name(memory_kind kind, int device, cudaMe
   return name;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

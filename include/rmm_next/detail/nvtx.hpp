@@ -42,7 +42,9 @@
 /// Empty when NVTX is compiled in; see the file comment.
 #define RMM_NEXT_NVTX_ABI
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = true;
@@ -151,14 +153,18 @@ inline void nvtx_name_region(void const* ptr, char const* name) noexcept
 }
 
 }  // namespace nvtx_on
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
 
 #else  // NVTX compiled out: the same names, doing nothing
 
 /// Gives the classes that annotate other symbol names when NVTX is off; see the file comment.
 #define RMM_NEXT_NVTX_ABI [[gnu::abi_tag("rmm_next_nvtx_off")]]
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief True when the NVTX annotations are compiled in. */
 inline constexpr bool nvtx_enabled = false;
@@ -191,6 +197,8 @@ inline void nvtx_name_region(void const* /*ptr*/, char const* /*name*/) noexcept
 constexpr bool nvtx_tool_injected() noexcept { return false; }
 
 }  // namespace nvtx_off
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
 
 #endif

@@ -15,7 +15,9 @@
 
 #include <new>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief A non-blocking stream of `device`'s primary context, owned: made at construction,
@@ -59,4 +61,6 @@ class owned_stream {
   CUcontext context_{};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

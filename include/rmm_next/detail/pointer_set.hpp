@@ -21,7 +21,9 @@
  * must ask "is this one of the few special pointers?" while other threads add and remove some.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief A set of pointers: `contains` reads without a lock (a few loads of an open-addressing
@@ -158,4 +160,6 @@ class pointer_set {
   std::atomic<std::size_t> size_{0};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -19,7 +19,9 @@
  * resource adopts.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief The release threshold that keeps every byte across synchronizations. */
 inline constexpr std::uint64_t keep_all_threshold = UINT64_MAX;
@@ -49,4 +51,6 @@ inline void adopt_release_threshold(cudaMemPool_t pool, std::optional<std::size_
   }
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

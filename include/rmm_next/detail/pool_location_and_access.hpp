@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -11,6 +12,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <span>
+#include <string_view>
 #include <vector>
 
 /**
@@ -19,7 +22,9 @@
  * may use its memory (queries and grants).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
 inline cudaMemLocation default_location(memory_kind kind, int device)
@@ -61,6 +66,27 @@ inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
 }
 
 /**
+ * @brief Grants kernels on `devices` (ids already checked) read-write access to `pool`
+ * (`cudaMemPoolSetAccess`); `what` names the user's call.
+ */
+inline void grant_device_access(cudaMemPool_t pool,
+                                std::span<int const> devices,
+                                std::string_view what)
+{
+  std::vector<cudaMemAccessDesc> descs;
+  for (int const d : devices) {
+    cudaMemAccessDesc desc{};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id   = d;
+    desc.flags         = cudaMemAccessFlagsProtReadWrite;
+    descs.push_back(desc);
+  }
+  if (!descs.empty()) {
+    RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()), what);
+  }
+}
+
+/**
  * @brief Grants kernels on `devices` (null: every visible device) read-write access to a
  * host-located pool, which starts host-only.
  */
@@ -77,18 +103,9 @@ inline void grant_device_access(cudaMemPool_t pool, std::vector<int> const* devi
       if (device_attribute(cudaDevAttrMemoryPoolsSupported, d) != 0) { ids.push_back(d); }
     }
   }
-  std::vector<cudaMemAccessDesc> descs;
-  for (int const d : ids) {
-    cudaMemAccessDesc desc{};
-    desc.location.type = cudaMemLocationTypeDevice;
-    desc.location.id   = d;
-    desc.flags         = cudaMemAccessFlagsProtReadWrite;
-    descs.push_back(desc);
-  }
-  if (!descs.empty()) {
-    RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()),
-                      resource_name(memory_kind::pinned));
-  }
+  grant_device_access(pool, ids, resource_name(memory_kind::pinned));
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

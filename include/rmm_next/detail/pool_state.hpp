@@ -30,7 +30,9 @@
  * of `allocate_sync`) and the binding of a chosen pool to it (`pool_binding`, `bind`).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Destroys a pool the resource created. Memory still allocated from it, or frees not yet
@@ -137,4 +139,6 @@ inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, owned
     pool, device, std::make_shared<pool_state>(kind, pool, device, std::move(owner))};
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

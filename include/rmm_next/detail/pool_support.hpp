@@ -7,6 +7,7 @@
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 
@@ -20,12 +21,9 @@
  * throw `not_supported` naming the feature, what it needs and what was found.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
-
-[[noreturn]] inline void throw_not_supported(memory_kind kind, std::string const& what)
-{
-  throw_error<not_supported>(resource_name(kind), what);
-}
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Checks at run time that `device` and the driver support pools of `kind`; throws
@@ -80,4 +78,6 @@ inline void check_support(memory_kind kind, int device)
   }
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

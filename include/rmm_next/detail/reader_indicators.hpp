@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <thread>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief The reader side of a Left-Right scheme (Ramalhete and Correia): readers announce
@@ -88,4 +90,6 @@ class reader_indicators {
   std::array<std::array<counter, stripes>, 2> counters_{};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

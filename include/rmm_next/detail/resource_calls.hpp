@@ -18,7 +18,9 @@
  * resources through these, so they work with resources written for either CCCL.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 // Which member names `R` has, one concept per spelling. Only the calls below and
 // `compat_members` (which adds the names a class lacks) ask about a spelling; everything else asks
@@ -98,4 +100,6 @@ void sync_deallocate(R& r, void* ptr, std::size_t bytes, std::size_t alignment) 
   }
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -23,7 +23,9 @@
  * unusable), and how `noexcept` release paths report failures (silently in both cases).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Set once CUDA calls must stop: when the process has begun exiting after the CUDA runtime
@@ -87,4 +89,6 @@ inline void report_release_failure(cudaError_t status, [[maybe_unused]] char con
 #endif
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

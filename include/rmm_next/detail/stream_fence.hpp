@@ -24,7 +24,9 @@
  * do nothing.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief Puts the calling thread in relaxed capture mode for its lifetime: a capture running in
@@ -117,4 +119,6 @@ inline bool wait_for_fence(CUstream waiter, CUevent event) noexcept
   return driver().stream_wait_event(waiter, event, 0) == CUDA_SUCCESS;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

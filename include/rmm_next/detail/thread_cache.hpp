@@ -30,7 +30,9 @@
  * thread-local table of caches.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 // ---- Size classes ---------------------------------------------------------------------------
 
@@ -851,4 +853,6 @@ inline thread_cache_table& this_thread_caches()
   return &this_thread_caches().find_or_add(registry);
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

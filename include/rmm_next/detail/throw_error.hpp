@@ -20,7 +20,9 @@
  * typed exception for a failed CUDA call, with the reason when no driver or device is usable.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief "rmm_next::<what>: <happened>", the text of every rmm-next error. */
 inline std::string error_message(std::string_view what, std::string_view happened)
@@ -38,6 +40,16 @@ template <class Exception, class... Args>
 [[noreturn]] void throw_error(std::string_view what, std::string_view happened, Args&&... args)
 {
   throw Exception{error_message(what, happened), std::forward<Args>(args)...};
+}
+
+/**
+ * @brief Throws `Exception{"rmm_next::" + message}` for a `message` that already reads "<what>:
+ * <what happened>" (`RMM_NEXT_EXPECTS`).
+ */
+template <class Exception>
+[[noreturn]] void throw_error(std::string_view message)
+{
+  throw Exception{std::string{"rmm_next::"}.append(message)};
 }
 
 /**
@@ -137,4 +149,6 @@ inline std::string_view no_usable_device_advice(cudaError_t status)
   throw cuda_error{status, msg};
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -28,7 +28,9 @@
  * every other descriptor a peer sends.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 [[noreturn]] inline void throw_socket_error(int error, char const* who, char const* what)
 {
@@ -272,6 +274,8 @@ inline received_fds receive_with_fds(int socket, void* bytes, std::size_t size, 
   return fds;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
 
 #endif  // !defined(_WIN32)

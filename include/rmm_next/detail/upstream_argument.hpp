@@ -9,7 +9,9 @@
 #include <concepts>
 #include <type_traits>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief `Arg` initializes the `Upstream` of `Adaptor` (an implicit conversion, as for a parameter
@@ -26,4 +28,6 @@ template <class Arg, class Adaptor, class Upstream>
 concept upstream_argument =
   !std::is_base_of_v<Adaptor, std::remove_cvref_t<Arg>> && std::convertible_to<Arg, Upstream>;
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
