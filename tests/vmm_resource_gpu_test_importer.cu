@@ -10,6 +10,7 @@
 // unmaps and releases the import and replies with a vmm_reply.
 
 #include "support/device_round_trip.cuh"
+#include "support/importer_main.hpp"
 #include "support/kernels.cuh"
 #include "support/vmm_messages.hpp"
 
@@ -30,16 +31,9 @@
 
 namespace {
 
-using rmm_next::test::vmm_reply;
 using rmm_next::test::vmm_request;
 
-void check(cudaError_t status, char const* what)
-{
-  if (status != cudaSuccess) {
-    throw std::runtime_error{std::string{"importer: "} + what + " returned " +
-                             cudaGetErrorName(status)};
-  }
-}
+void check(cudaError_t status, char const* what) { rmm_next::test::importer_check(status, what); }
 
 void check(CUresult status, char const* what)
 {
@@ -93,36 +87,20 @@ std::uint64_t import_check_and_overwrite(int fd, vmm_request const& request)
 
 int main(int argc, char** argv)
 {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <socket descriptor>\n", argv[0]);
-    return 2;
-  }
-  int const socket = std::atoi(argv[1]);
-  vmm_reply reply{};
-  try {
+  return rmm_next::test::importer_main(argc, argv, [](int socket) {
     vmm_request request{};
     rmm_next::detail::received_fds fds =
       rmm_next::detail::receive_with_fds(socket, &request, sizeof(request), "importer");
     int const fd = fds.release();
     if (fd < 0) { throw std::runtime_error{"importer: no descriptor came with the request"}; }
-    check(cudaSetDevice(request.device), "cudaSetDevice");
     try {
-      reply.mismatches = import_check_and_overwrite(fd, request);
+      check(cudaSetDevice(request.device), "cudaSetDevice");
+      std::uint64_t const mismatches = import_check_and_overwrite(fd, request);
+      ::close(fd);
+      return mismatches;
     } catch (...) {
       ::close(fd);
       throw;
     }
-    ::close(fd);
-    reply.ok = 1;
-  } catch (std::exception const& e) {
-    std::snprintf(reply.message, sizeof(reply.message), "%s", e.what());
-  }
-  try {
-    rmm_next::detail::send_rest(
-      socket, reinterpret_cast<char const*>(&reply), sizeof(reply), "importer");
-  } catch (std::exception const& e) {
-    std::fprintf(stderr, "importer: could not reply: %s\n", e.what());
-    return 3;
-  }
-  return reply.ok == 1 ? 0 : 1;
+  });
 }

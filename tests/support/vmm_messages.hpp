@@ -7,6 +7,8 @@
 // What vmm_resource_gpu_test and its importer process say to each other over their socket: one
 // request, sent with the segment's POSIX file descriptor, and one reply.
 
+#include "importer_main.hpp"
+
 #include <cstdint>
 
 namespace rmm_next::test {
@@ -23,10 +25,6 @@ struct vmm_request {
 };
 
 /** @brief Sent once the importer has unmapped and released its import. */
-struct vmm_reply {
-  std::int32_t ok;           ///< 1 when every step succeeded
-  std::uint64_t mismatches;  ///< words that did not hold the exporter's pattern
-  char message[512];         ///< what failed, when `ok` is 0
-};
+using vmm_reply = importer_reply;
 
 }  // namespace rmm_next::test
