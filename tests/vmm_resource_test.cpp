@@ -447,15 +447,31 @@ TEST_F(VmmResource, CoalescedBlocksCarryTheFencesOfEveryStreamThatFreedThem)
   mr.deallocate(s1_, all, 64 * MiB);
 }
 
-TEST_F(VmmResource, PerThreadDefaultStreamFencesAreAlwaysWaitedOn)
+TEST_F(VmmResource, PerThreadStreamsAreOneStreamPerThread)
 {
   vmm_resource mr;
   void* a = mr.allocate(cudaStreamPerThread, 256);
   mr.deallocate(cudaStreamPerThread, a, 256);
-  void* b = mr.allocate(cudaStreamPerThread, 256);
+  void* b = mr.allocate(cudaStreamPerThread, 256);  // this thread's stream: no wait
   EXPECT_EQ(b, a);
-  EXPECT_EQ(fc::fake().events.waits.size(), 1U);  // the handle names one stream per thread
+  EXPECT_TRUE(fc::fake().events.waits.empty());
   mr.deallocate(cudaStreamPerThread, b, 256);
+  std::thread{[&] {
+    void* c = mr.allocate(cudaStreamPerThread, 256);  // another thread's stream: a wait
+    EXPECT_EQ(c, a);
+    mr.deallocate(cudaStreamPerThread, c, 256);
+  }}.join();
+  EXPECT_EQ(fc::fake().events.waits.size(), 1U);
+
+  // Many frees on one lane keep one fence of it: an allocation elsewhere waits once per lane.
+  for (int i = 0; i < 100; ++i) {
+    mr.deallocate(cudaStream_t{}, mr.allocate(cudaStream_t{}, 256), 256);
+  }
+  std::size_t const before = fc::fake().events.waits.size();
+  void* d                  = mr.allocate(s1_, 256);
+  // 0 from this thread, and the two per-thread streams: three lanes.
+  EXPECT_EQ(fc::fake().events.waits.size(), before + 3);
+  mr.deallocate(s1_, d, 256);
 }
 
 TEST_F(VmmResource, CopiesShareTheSegmentsAndTheLastOneUnmapsThem)

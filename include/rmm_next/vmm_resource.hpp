@@ -11,6 +11,7 @@
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/vmm_free_list.hpp>
@@ -40,6 +41,14 @@ struct vmm_segment {
 };
 
 namespace detail {
+
+struct vmm_resource_nvtx;
+
+/** @brief The NVTX range names "vmm_resource::allocate", ... */
+inline decltype(auto) vmm_nvtx_names() noexcept
+{
+  return nvtx_names<vmm_resource_nvtx>("vmm_resource");
+}
 
 /** @brief What the copies of one `vmm_resource` share: the segments, the blocks, the lock. */
 class vmm_state {
@@ -249,7 +258,7 @@ class vmm_state {
  * Thread-safe. The driver is reached through `cudaGetDriverEntryPointByVersion` (libcuda is not
  * linked).
  */
-class vmm_resource : public detail::compat_members<vmm_resource> {
+class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resource> {
  public:
   /** @brief Segments on the current device with the default `vmm_options`. */
   vmm_resource() : vmm_resource(vmm_options{}) {}
@@ -282,6 +291,7 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
                                std::size_t bytes,
                                std::size_t alignment = default_alignment)
   {
+    detail::nvtx_range const range{detail::vmm_nvtx_names().allocate};
     check_alignment(alignment);
     if (bytes == 0) { return nullptr; }
     if (!detail::stream_is_eager(stream.get())) {
@@ -290,7 +300,7 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
                                          "allocate before the capture begins");
     }
     detail::taken_block block = state_->take(block_size(bytes), alignment);
-    std::uint64_t const mine  = stream_key(stream.get());
+    std::uint64_t const mine  = detail::stream_lane(stream.get());
     for (auto const& f : block.fences) {
       if (mine != 0 && f->stream == mine) { continue; }  // same stream: ordered already
       if (!detail::wait_for_fence(reinterpret_cast<CUstream>(stream.get()), f->event)) {
@@ -316,6 +326,7 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
                   std::size_t /*bytes*/,
                   std::size_t /*alignment*/ = default_alignment) noexcept
   {
+    detail::nvtx_range const range{detail::vmm_nvtx_names().deallocate};
     if (ptr == nullptr) { return; }
     state_->give_back(reinterpret_cast<std::uintptr_t>(ptr), fence_for(stream.get()));
   }
@@ -327,6 +338,7 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
    */
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
   {
+    detail::nvtx_range const range{detail::vmm_nvtx_names().allocate_sync};
     check_alignment(alignment);
     if (bytes == 0) { return nullptr; }
     detail::taken_block block = state_->take(block_size(bytes), alignment);
@@ -448,14 +460,6 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
     }
   }
 
-  /** @brief The id fences of `stream` carry; 0 for cudaStreamPerThread (one per thread). */
-  static std::uint64_t stream_key(cudaStream_t stream) noexcept
-  {
-    if (stream == cudaStreamPerThread) { return 0; }
-    if (stream == cudaStream_t{}) { stream = cudaStreamLegacy; }
-    return detail::stream_id(stream);
-  }
-
   /**
    * @brief An event recorded on `stream` now, in the stream's context; null when none can be
    * made, after synchronizing `stream` instead (the block is then free for everyone).
@@ -474,7 +478,7 @@ class vmm_resource : public detail::compat_members<vmm_resource> {
       if (detail::record_fence(event, stream)) {
         try {
           return std::make_shared<detail::free_fence const>(
-            event, stream_key(stream), state_->next_fence_order());
+            event, detail::stream_lane(stream), state_->next_fence_order());
         } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: synchronize below
         }
       }
