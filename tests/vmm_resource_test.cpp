@@ -10,6 +10,7 @@
 #include "support/fake_cuda_runtime.hpp"
 
 #include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
 #include <rmm_next/vmm_resource.hpp>
 
 #include <cuda.h>  // types only
@@ -146,6 +147,19 @@ TEST_F(VmmResource, BlocksAreCarvedFromOneSegmentAndTheHookRunsOncePerSegment)
   for (auto const& a : fc::fake().vmm.allocations) {
     EXPECT_TRUE(a->released);
   }
+}
+
+TEST_F(VmmResource, WorksThroughTheLibrarysRefs)
+{
+  vmm_resource mr;
+  rmm_next::device_async_resource_ref ref{mr};
+  void* p = ref.allocate(s1_, 1000);
+  EXPECT_EQ(p, mr.segments().front().base);
+  ref.deallocate(s1_, p, 1000);
+  rmm_next::device_resource_ref sync{mr};
+  void* q = sync.allocate_sync(1000);
+  EXPECT_EQ(q, p);
+  sync.deallocate_sync(q, 1000);
 }
 
 TEST_F(VmmResource, ZeroBytesIsNullAndNullFreesNothing)
