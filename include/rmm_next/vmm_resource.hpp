@@ -127,12 +127,22 @@ class vmm_state {
   /** @brief Returns a block taken at `address` with `fence` (null: nothing to wait for). */
   void give_back(std::uintptr_t address, std::shared_ptr<free_fence const> fence) noexcept
   {
-    std::lock_guard const lock{mutex_};
-    auto const it = live_.find(address);
-    if (it == live_.end()) { return; }  // not ours: reported by the caller's debug check
     fence_list fences;
     try {
       if (fence) { fences.push_back(std::move(fence)); }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory, the block is lost below
+      return;
+    }
+    give_back(address, std::move(fences));
+  }
+
+  /** @brief Returns a block taken at `address`, still to be waited for on `fences`. */
+  void give_back(std::uintptr_t address, fence_list fences) noexcept
+  {
+    std::lock_guard const lock{mutex_};
+    auto const it = live_.find(address);
+    if (it == live_.end()) { return; }  // not ours: reported by the caller's debug check
+    try {
       free_.insert(address, it->second.bytes, it->second.segment, std::move(fences));
     } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory, the block is lost
     }
@@ -306,7 +316,7 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
       if (!detail::wait_for_fence(reinterpret_cast<CUstream>(stream.get()), f->event)) {
         if (driver().event_synchronize == nullptr ||
             driver().event_synchronize(f->event) != CUDA_SUCCESS) {
-          state_->give_back(block.address, nullptr);
+          state_->give_back(block.address, std::move(block.fences));  // still unwaited
           throw cuda_error{cudaErrorUnknown,
                            detail::error_message("vmm_resource::allocate",
                                                  "could not order the stream after an earlier "
