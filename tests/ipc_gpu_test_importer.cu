@@ -8,6 +8,7 @@
 // and the allocation, counts with a kernel the words that do not hold the exporter's pattern,
 // writes its own pattern, frees the imported pointer and replies with an ipc_reply.
 
+#include "support/importer_main.hpp"
 #include "support/ipc_messages.hpp"
 #include "support/kernels.cuh"
 
@@ -23,16 +24,9 @@
 
 namespace {
 
-using rmm_next::test::ipc_reply;
 using rmm_next::test::ipc_request;
 
-void check(cudaError_t status, char const* what)
-{
-  if (status != cudaSuccess) {
-    throw std::runtime_error{std::string{"importer: "} + what + " returned " +
-                             cudaGetErrorName(status)};
-  }
-}
+void check(cudaError_t status, char const* what) { rmm_next::test::importer_check(status, what); }
 
 /** @brief Checks the exporter's pattern, writes the importer's, frees the imported pointer. */
 std::uint64_t check_and_overwrite(rmm_next::imported_pool const& pool, ipc_request const& request)
@@ -68,30 +62,13 @@ std::uint64_t check_and_overwrite(rmm_next::imported_pool const& pool, ipc_reque
 
 int main(int argc, char** argv)
 {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s <socket descriptor>\n", argv[0]);
-    return 2;
-  }
-  int const socket = std::atoi(argv[1]);
-  ipc_reply reply{};
-  try {
+  return rmm_next::test::importer_main(argc, argv, [](int socket) {
     rmm_next::shareable_pool_handle const handle = rmm_next::receive_pool_handle(socket);
     ipc_request request{};
     rmm_next::detail::receive_rest(
       socket, reinterpret_cast<char*>(&request), sizeof(request), "importer");
     check(cudaSetDevice(request.device), "cudaSetDevice");
     rmm_next::imported_pool const pool = rmm_next::import_pool(handle, request.device);
-    reply.mismatches                   = check_and_overwrite(pool, request);
-    reply.ok                           = 1;
-  } catch (std::exception const& e) {
-    std::snprintf(reply.message, sizeof(reply.message), "%s", e.what());
-  }
-  try {
-    rmm_next::detail::send_rest(
-      socket, reinterpret_cast<char const*>(&reply), sizeof(reply), "importer");
-  } catch (std::exception const& e) {
-    std::fprintf(stderr, "importer: could not reply: %s\n", e.what());
-    return 3;
-  }
-  return reply.ok == 1 ? 0 : 1;
+    return check_and_overwrite(pool, request);
+  });
 }

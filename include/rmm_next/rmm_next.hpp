@@ -23,6 +23,8 @@
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/ipc.hpp>
+#include <rmm_next/vmm_options.hpp>
+#include <rmm_next/vmm_resource.hpp>
 
 #include <rmm_next/allocator.hpp>
 #include <rmm_next/polymorphic_allocator.hpp>

@@ -17,10 +17,13 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <new>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -141,7 +144,259 @@ CUresult primary_ctx_retain(CUcontext* context, CUdevice device)
 
 CUresult primary_ctx_release(CUdevice /*device*/) { return CUDA_SUCCESS; }
 
+// ---- Driver events: records, counted; no GPU work to order ------------------------------------
+
+CUresult event_create(CUevent* event, unsigned int /*flags*/)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  std::lock_guard const lock{event_mutex()};
+  *event = reinterpret_cast<CUevent>(new int{});
+  ++fake().events.created;
+  return CUDA_SUCCESS;
+}
+
+CUresult event_record(CUevent event, CUstream stream)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  std::lock_guard const lock{event_mutex()};
+  fake().events.recorded.emplace_back(event, reinterpret_cast<cudaStream_t>(stream));
+  return CUDA_SUCCESS;
+}
+
+CUresult event_destroy(CUevent event)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  std::lock_guard const lock{event_mutex()};
+  delete reinterpret_cast<int*>(event);
+  ++fake().events.destroyed;
+  return CUDA_SUCCESS;
+}
+
+CUresult event_synchronize(CUevent /*event*/)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  std::lock_guard const lock{event_mutex()};
+  ++fake().events.synchronized;
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int /*flags*/)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  std::lock_guard const lock{event_mutex()};
+  fake().events.waits.emplace_back(reinterpret_cast<cudaStream_t>(stream), event);
+  return CUDA_SUCCESS;
+}
+
+// ---- Driver virtual memory management ----------------------------------------------------------
+
+CUresult device_get_attribute(int* value, CUdevice_attribute attr, CUdevice device)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (!valid_device(device)) { return CUDA_ERROR_INVALID_DEVICE; }
+  auto const& attributes = fake().vmm.attributes;
+  auto const it          = attributes.find(static_cast<int>(attr));
+  *value                 = it == attributes.end() ? 1 : it->second;
+  return CUDA_SUCCESS;
+}
+
+CUresult device_can_access_peer(int* can, CUdevice device, CUdevice peer)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  auto const& none = fake().vmm.no_peer_access;
+  bool const refused =
+    std::find(none.begin(), none.end(), static_cast<int>(device)) != none.end() ||
+    std::find(none.begin(), none.end(), static_cast<int>(peer)) != none.end();
+  *can = device != peer && !refused ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult get_error_name(CUresult result, char const** name)
+{
+  switch (result) {
+    case CUDA_ERROR_OUT_OF_MEMORY: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+    case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_NOT_PERMITTED: *name = "CUDA_ERROR_NOT_PERMITTED"; break;
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; break;
+    default: *name = "CUDA_ERROR_UNKNOWN"; break;
+  }
+  return CUDA_SUCCESS;
+}
+
+vmm_allocation_record* allocation_of(CUmemGenericAllocationHandle handle)
+{
+  auto& all = fake().vmm.allocations;
+  if (handle == 0 || handle > all.size()) { return nullptr; }
+  return all[handle - 1].get();
+}
+
+CUresult mem_create(CUmemGenericAllocationHandle* handle,
+                    std::size_t bytes,
+                    CUmemAllocationProp const* prop,
+                    unsigned long long /*flags*/)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  vmm_driver& vmm = fake().vmm;
+  vmm.calls.emplace_back("cuMemCreate");
+  auto const types = static_cast<unsigned>(prop->requestedHandleTypes);
+  vmm.create_attempts.push_back(types);
+  if (cudaError_t const s = injected("cuMemCreate"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  if (vmm.refuse_fabric && (types & CU_MEM_HANDLE_TYPE_FABRIC) != 0) {
+    return CUDA_ERROR_NOT_PERMITTED;
+  }
+  if (bytes == 0 || bytes % vmm.minimum_granularity != 0) { return CUDA_ERROR_INVALID_VALUE; }
+  int const device = prop->location.id;
+  if (vmm.in_use[device] + bytes > vmm.memory) { return CUDA_ERROR_OUT_OF_MEMORY; }
+  vmm.in_use[device] += bytes;
+  auto record             = std::make_unique<vmm_allocation_record>();
+  record->bytes           = bytes;
+  record->handle_types    = types;
+  record->gpu_direct_rdma = prop->allocFlags.gpuDirectRDMACapable != 0;
+  record->device          = device;
+  vmm.allocations.push_back(std::move(record));
+  *handle = vmm.allocations.size();
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_release(CUmemGenericAllocationHandle handle)
+{
+  vmm_allocation_record* const a = allocation_of(handle);
+  if (a == nullptr || a->released) { return CUDA_ERROR_INVALID_VALUE; }
+  fake().vmm.calls.emplace_back("cuMemRelease");
+  a->released = true;
+  fake().vmm.in_use[a->device] -= a->bytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_address_reserve(CUdeviceptr* ptr,
+                             std::size_t bytes,
+                             std::size_t alignment,
+                             CUdeviceptr /*hint*/,
+                             unsigned long long /*flags*/)
+{
+  vmm_driver& vmm = fake().vmm;
+  vmm.calls.emplace_back("cuMemAddressReserve");
+  if (cudaError_t const s = injected("cuMemAddressReserve"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  std::size_t const align = alignment == 0 ? vmm.minimum_granularity : alignment;
+  std::uintptr_t const at = (vmm.next_address + align - 1) / align * align;
+  vmm.next_address        = at + bytes + vmm.minimum_granularity;  // a gap: no two touch
+  vmm.reserved[at]        = bytes;
+  *ptr                    = at;
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_address_free(CUdeviceptr ptr, std::size_t bytes)
+{
+  vmm_driver& vmm = fake().vmm;
+  auto const it   = vmm.reserved.find(ptr);
+  if (it == vmm.reserved.end() || it->second != bytes) { return CUDA_ERROR_INVALID_VALUE; }
+  vmm.calls.emplace_back("cuMemAddressFree");
+  vmm.reserved.erase(it);
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_map(CUdeviceptr ptr,
+                 std::size_t bytes,
+                 std::size_t /*offset*/,
+                 CUmemGenericAllocationHandle handle,
+                 unsigned long long /*flags*/)
+{
+  vmm_driver& vmm = fake().vmm;
+  vmm.calls.emplace_back("cuMemMap");
+  if (cudaError_t const s = injected("cuMemMap"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  vmm_allocation_record* const a = allocation_of(handle);
+  if (a == nullptr || a->bytes != bytes || !vmm.reserved.contains(ptr)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  a->mapped_at = ptr;
+  ++vmm.maps;
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_unmap(CUdeviceptr ptr, std::size_t bytes)
+{
+  vmm_driver& vmm = fake().vmm;
+  for (auto& a : vmm.allocations) {
+    if (a->mapped_at == ptr && a->bytes == bytes) {
+      vmm.calls.emplace_back("cuMemUnmap");
+      a->mapped_at = 0;
+      ++vmm.unmaps;
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult mem_set_access(CUdeviceptr ptr,
+                        std::size_t bytes,
+                        CUmemAccessDesc const* desc,
+                        std::size_t count)
+{
+  vmm_driver& vmm = fake().vmm;
+  vmm.calls.emplace_back("cuMemSetAccess");
+  if (cudaError_t const s = injected("cuMemSetAccess"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  for (auto& a : vmm.allocations) {
+    if (a->mapped_at == ptr && a->bytes == bytes) {
+      for (std::size_t i = 0; i < count; ++i) {
+        if (!valid_device(desc[i].location.id)) { return CUDA_ERROR_INVALID_DEVICE; }
+        a->access.push_back(desc[i].location.id);
+      }
+      return CUDA_SUCCESS;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult mem_get_allocation_granularity(std::size_t* granularity,
+                                        CUmemAllocationProp const* prop,
+                                        CUmemAllocationGranularity_flags option)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (!valid_device(prop->location.id)) { return CUDA_ERROR_INVALID_DEVICE; }
+  *granularity = option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED ? fake().vmm.recommended_granularity
+                                                                : fake().vmm.minimum_granularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult multicast_get_granularity(std::size_t* granularity,
+                                   CUmulticastObjectProp const* /*prop*/,
+                                   CUmulticastGranularity_flags /*option*/)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  *granularity = fake().vmm.multicast_granularity;
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_export_to_shareable_handle(void* shareable,
+                                        CUmemGenericAllocationHandle handle,
+                                        CUmemAllocationHandleType type,
+                                        unsigned long long /*flags*/)
+{
+  vmm_allocation_record* const a = allocation_of(handle);
+  if (a == nullptr || (a->handle_types & static_cast<unsigned>(type)) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  ++fake().vmm.exports;
+  int const fd = 100 + static_cast<int>(handle);  // a number, never a descriptor to close
+  std::memcpy(shareable, &fd, sizeof(fd));
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
+
+std::mutex& event_mutex()
+{
+  static std::mutex m;
+  return m;
+}
 
 state& fake()
 {
@@ -258,6 +513,24 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuDevicePrimaryCtxGetState", reinterpret_cast<void*>(&fc::primary_ctx_get_state)},
     {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&fc::primary_ctx_retain)},
     {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&fc::primary_ctx_release)},
+    {"cuEventCreate", reinterpret_cast<void*>(&fc::event_create)},
+    {"cuEventRecord", reinterpret_cast<void*>(&fc::event_record)},
+    {"cuEventDestroy", reinterpret_cast<void*>(&fc::event_destroy)},
+    {"cuEventSynchronize", reinterpret_cast<void*>(&fc::event_synchronize)},
+    {"cuStreamWaitEvent", reinterpret_cast<void*>(&fc::stream_wait_event)},
+    {"cuDeviceGetAttribute", reinterpret_cast<void*>(&fc::device_get_attribute)},
+    {"cuDeviceCanAccessPeer", reinterpret_cast<void*>(&fc::device_can_access_peer)},
+    {"cuGetErrorName", reinterpret_cast<void*>(&fc::get_error_name)},
+    {"cuMemCreate", reinterpret_cast<void*>(&fc::mem_create)},
+    {"cuMemRelease", reinterpret_cast<void*>(&fc::mem_release)},
+    {"cuMemAddressReserve", reinterpret_cast<void*>(&fc::mem_address_reserve)},
+    {"cuMemAddressFree", reinterpret_cast<void*>(&fc::mem_address_free)},
+    {"cuMemMap", reinterpret_cast<void*>(&fc::mem_map)},
+    {"cuMemUnmap", reinterpret_cast<void*>(&fc::mem_unmap)},
+    {"cuMemSetAccess", reinterpret_cast<void*>(&fc::mem_set_access)},
+    {"cuMemGetAllocationGranularity", reinterpret_cast<void*>(&fc::mem_get_allocation_granularity)},
+    {"cuMulticastGetGranularity", reinterpret_cast<void*>(&fc::multicast_get_granularity)},
+    {"cuMemExportToShareableHandle", reinterpret_cast<void*>(&fc::mem_export_to_shareable_handle)},
   };
   return rmm_next::test::answer_entry_point(entries, symbol, function, status);
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,50 @@ struct stream_record {
   bool destroyed{false};
 };
 
+/** @brief A physical allocation of the fake driver's cuMemCreate (its handle is its index + 1). */
+struct vmm_allocation_record {
+  std::size_t bytes{};
+  unsigned handle_types{};
+  bool gpu_direct_rdma{};
+  int device{};
+  bool released{false};
+  std::uintptr_t mapped_at{0};  ///< 0 while not mapped
+  std::vector<int> access;      ///< devices granted read-write access
+};
+
+/** @brief What the fake driver's virtual memory calls know and count. */
+struct vmm_driver {
+  std::map<int, int> attributes;  ///< CUdevice_attribute -> value; absent: 1
+  std::size_t minimum_granularity{std::size_t{2} << 20};
+  std::size_t recommended_granularity{std::size_t{4} << 20};
+  std::size_t multicast_granularity{std::size_t{32} << 20};
+  bool refuse_fabric{false};  ///< cuMemCreate with FABRIC returns CUDA_ERROR_NOT_PERMITTED
+  std::size_t memory{std::size_t{1} << 30};  ///< bytes cuMemCreate can hand out per device
+  std::map<int, std::size_t> in_use;         ///< device -> bytes created and not released
+  std::vector<int> no_peer_access;           ///< devices that cannot access the others
+  std::vector<std::unique_ptr<vmm_allocation_record>> allocations;
+  std::vector<unsigned> create_attempts;           ///< the handle types of every cuMemCreate call
+  std::map<std::uintptr_t, std::size_t> reserved;  ///< address -> bytes
+  std::uintptr_t next_address{std::uintptr_t{1} << 40};
+  int maps{0};
+  int unmaps{0};
+  int exports{0};
+  std::vector<std::string> calls;  ///< cuMem* calls in order
+};
+
+/** @brief What the fake driver's events saw (guarded by `event_mutex()`). */
+struct event_log {
+  int created{0};
+  int destroyed{0};
+  int synchronized{0};
+  std::vector<std::pair<void*, cudaStream_t>> recorded;  ///< event, stream
+  std::vector<std::pair<cudaStream_t, void*>> waits;     ///< waiting stream, event
+};
+
 /** @brief Everything the fake knows; `reset()` starts over. */
 struct state {
+  vmm_driver vmm;
+  event_log events;
   int device_count{2};
   int current_device{0};
   std::vector<std::unique_ptr<pool_record>> pools;
@@ -54,6 +97,9 @@ struct state {
 
 /** @brief The fake's state. */
 state& fake();
+
+/** @brief Held by the fake's event entry points, which may run on several threads at once. */
+std::mutex& event_mutex();
 
 /** @brief Forgets every pool, stream and failure; `device_count` devices, device 0 current. */
 void reset(int device_count = 2);

@@ -7,6 +7,8 @@
 // What ipc_gpu_test and its importer process say to each other over their socket, after the pool
 // handle (rmm_next::send_pool_handle): one request, one reply.
 
+#include "importer_main.hpp"
+
 #include <rmm_next/ipc.hpp>
 
 #include <cstdint>
@@ -23,10 +25,6 @@ struct ipc_request {
 };
 
 /** @brief Sent once the importer has freed its imported pointer. */
-struct ipc_reply {
-  std::int32_t ok;           ///< 1 when every step succeeded
-  std::uint64_t mismatches;  ///< words that did not hold the exporter's pattern
-  char message[512];         ///< what failed, when `ok` is 0
-};
+using ipc_reply = importer_reply;
 
 }  // namespace rmm_next::test

@@ -9,6 +9,7 @@
 #include <cuda.h>  // types only: the functions are reached through the runtime, libcuda is not linked
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 /**
@@ -49,6 +50,43 @@ struct driver_api {
   CUresult (*primary_ctx_retain)(CUcontext*, CUdevice)             = nullptr;
   CUresult (*primary_ctx_release)(CUdevice)                        = nullptr;
   CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*) = nullptr;
+  CUresult (*event_synchronize)(CUevent)                           = nullptr;
+  // Virtual memory management (vmm_resource): segments from cuMemCreate, mapped into reserved
+  // address ranges, exportable as shareable handles.
+  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*device_can_access_peer)(int*, CUdevice, CUdevice)         = nullptr;
+  CUresult (*get_error_name)(CUresult, char const**)                   = nullptr;
+  CUresult (*mem_create)(CUmemGenericAllocationHandle*,
+                         std::size_t,
+                         CUmemAllocationProp const*,
+                         unsigned long long)                           = nullptr;
+  CUresult (*mem_release)(CUmemGenericAllocationHandle)                = nullptr;
+  CUresult (*mem_address_reserve)(
+    CUdeviceptr*, std::size_t, std::size_t, CUdeviceptr, unsigned long long)   = nullptr;
+  CUresult (*mem_address_free)(CUdeviceptr, std::size_t)                       = nullptr;
+  CUresult (*mem_map)(CUdeviceptr,
+                      std::size_t,
+                      std::size_t,
+                      CUmemGenericAllocationHandle,
+                      unsigned long long)                                      = nullptr;
+  CUresult (*mem_unmap)(CUdeviceptr, std::size_t)                              = nullptr;
+  CUresult (*mem_set_access)(CUdeviceptr,
+                             std::size_t,
+                             CUmemAccessDesc const*,
+                             std::size_t)                                      = nullptr;
+  CUresult (*mem_get_allocation_granularity)(std::size_t*,
+                                             CUmemAllocationProp const*,
+                                             CUmemAllocationGranularity_flags) = nullptr;
+  CUresult (*mem_export_to_shareable_handle)(void*,
+                                             CUmemGenericAllocationHandle,
+                                             CUmemAllocationHandleType,
+                                             unsigned long long)               = nullptr;
+  CUresult (*mem_import_from_shareable_handle)(CUmemGenericAllocationHandle*,
+                                               void*,
+                                               CUmemAllocationHandleType)      = nullptr;
+  CUresult (*multicast_get_granularity)(std::size_t*,
+                                        CUmulticastObjectProp const*,
+                                        CUmulticastGranularity_flags) = nullptr;  ///< 12.1+
 };
 
 /** @brief Resolves `name` (introduced in driver `version`) into `fn`; leaves it null on failure. */
@@ -97,6 +135,24 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
     resolve_driver_entry_point("cuDevicePrimaryCtxRetain", 7000, a.primary_ctx_retain);
     resolve_driver_entry_point("cuDevicePrimaryCtxRelease", 11000, a.primary_ctx_release);
     resolve_driver_entry_point("cuDevicePrimaryCtxGetState", 7000, a.primary_ctx_get_state);
+    resolve_driver_entry_point("cuEventSynchronize", 2000, a.event_synchronize);
+    resolve_driver_entry_point("cuDeviceGetAttribute", 2000, a.device_get_attribute);
+    resolve_driver_entry_point("cuDeviceCanAccessPeer", 4000, a.device_can_access_peer);
+    resolve_driver_entry_point("cuGetErrorName", 6000, a.get_error_name);
+    resolve_driver_entry_point("cuMemCreate", 10020, a.mem_create);
+    resolve_driver_entry_point("cuMemRelease", 10020, a.mem_release);
+    resolve_driver_entry_point("cuMemAddressReserve", 10020, a.mem_address_reserve);
+    resolve_driver_entry_point("cuMemAddressFree", 10020, a.mem_address_free);
+    resolve_driver_entry_point("cuMemMap", 10020, a.mem_map);
+    resolve_driver_entry_point("cuMemUnmap", 10020, a.mem_unmap);
+    resolve_driver_entry_point("cuMemSetAccess", 10020, a.mem_set_access);
+    resolve_driver_entry_point(
+      "cuMemGetAllocationGranularity", 10020, a.mem_get_allocation_granularity);
+    resolve_driver_entry_point(
+      "cuMemExportToShareableHandle", 10020, a.mem_export_to_shareable_handle);
+    resolve_driver_entry_point(
+      "cuMemImportFromShareableHandle", 10020, a.mem_import_from_shareable_handle);
+    resolve_driver_entry_point("cuMulticastGetGranularity", 12010, a.multicast_get_granularity);
     return a;
   }();
   return api;

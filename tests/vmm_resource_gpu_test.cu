@@ -1,0 +1,231 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// vmm_resource on a device: kernels write and read its blocks, across streams and segments; the
+// segments honour the granularity and the hooks run once per segment; a segment exported as a
+// POSIX file descriptor is imported by a second process (vmm_resource_gpu_test_importer), which
+// reads what this one wrote and writes back.
+
+#include "support/device_round_trip.cuh"
+#include "support/kernels.cuh"
+#include "support/vmm_messages.hpp"
+
+#include <rmm_next/detail/unix_socket.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/vmm_resource.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef RMM_NEXT_TEST_VMM_IMPORTER
+#error "RMM_NEXT_TEST_VMM_IMPORTER must name the importer executable"
+#endif
+
+extern char** environ;
+
+namespace {
+
+using rmm_next::vmm_options;
+using rmm_next::vmm_resource;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+/** @brief A resource, or a skip when the device lacks virtual memory management. */
+#define RMM_NEXT_VMM_OR_SKIP(name, ...)        \
+  std::optional<vmm_resource> name##_holder;   \
+  try {                                        \
+    name##_holder.emplace(__VA_ARGS__);        \
+  } catch (rmm_next::not_supported const& e) { \
+    GTEST_SKIP() << e.what();                  \
+  }                                            \
+  vmm_resource& name = *name##_holder
+
+/** @brief Words of `data` that do not hold `pattern(i, seed)`, counted by a kernel. */
+unsigned long long count_mismatches(std::uint32_t const* data,
+                                    std::size_t n,
+                                    std::uint32_t seed,
+                                    cudaStream_t stream)
+{
+  return rmm_next::test::device_mismatches(data, n, seed, stream);
+}
+
+void fill(std::uint32_t* data, std::size_t n, std::uint32_t seed, cudaStream_t stream)
+{
+  rmm_next::test::
+    fill_kernel<<<rmm_next::test::grid_for(n), rmm_next::test::block_size, 0, stream>>>(
+      data, n, seed);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+struct owned_stream {
+  owned_stream() { EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess); }
+  owned_stream(owned_stream const&)            = delete;
+  owned_stream& operator=(owned_stream const&) = delete;
+  ~owned_stream() { (void)cudaStreamDestroy(s); }
+  cudaStream_t s{};
+};
+
+TEST(VmmResourceGpu, KernelsWriteAndReadBlocksOfSeveralSegments)
+{
+  std::vector<std::pair<void*, std::size_t>> mapped;
+  vmm_options options{.segment_size = 8 * MiB};
+  options.on_segment_map = [&](void* base, std::size_t bytes) { mapped.emplace_back(base, bytes); };
+  RMM_NEXT_VMM_OR_SKIP(mr, options);
+  owned_stream stream;
+  std::vector<std::pair<std::uint32_t*, std::size_t>> blocks;
+  for (std::size_t i = 0; i < 12; ++i) {
+    std::size_t const words = (i + 1) * 256 * 1024;  // 1 MiB ... 12 MiB
+    auto* p = static_cast<std::uint32_t*>(mr.allocate(stream.s, words * sizeof(std::uint32_t)));
+    fill(p, words, static_cast<std::uint32_t>(i), stream.s);
+    blocks.emplace_back(p, words);
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT_EQ(
+      count_mismatches(blocks[i].first, blocks[i].second, static_cast<std::uint32_t>(i), stream.s),
+      0U)
+      << "block " << i;
+  }
+  EXPECT_GT(mr.segments().size(), 1U);
+  EXPECT_EQ(mapped.size(), mr.segments().size());  // once per segment
+  for (auto const& s : mr.segments()) {
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(s.base) % mr.granularity(), 0U);
+    EXPECT_EQ(s.bytes % mr.granularity(), 0U);
+    EXPECT_GE(s.bytes, 8 * MiB);
+  }
+  for (auto const& [p, words] : blocks) {
+    mr.deallocate(stream.s, p, words * sizeof(std::uint32_t));
+  }
+  EXPECT_EQ(cudaStreamSynchronize(stream.s), cudaSuccess);
+}
+
+TEST(VmmResourceGpu, ABlockFreedOnOneStreamIsSafeOnAnother)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
+  owned_stream a;
+  owned_stream b;
+  std::size_t const words = 256 * 1024;
+  auto* p                 = static_cast<std::uint32_t*>(mr.allocate(a.s, words * 4));
+  fill(p, words, 1, a.s);
+  mr.deallocate(a.s, p, words * 4);
+  auto* q = static_cast<std::uint32_t*>(mr.allocate(b.s, words * 4));
+  EXPECT_EQ(q, p);  // reused, after b waited for a's free
+  fill(q, words, 2, b.s);
+  EXPECT_EQ(count_mismatches(q, words, 2, b.s), 0U);
+  mr.deallocate(b.s, q, words * 4);
+}
+
+TEST(VmmResourceGpu, HooksRunOncePerSegmentAndUnmapAtTheEnd)
+{
+  std::vector<void*> mapped;
+  std::vector<void*> unmapped;
+  {
+    vmm_options options{.segment_size = 4 * MiB};
+    options.on_segment_map   = [&](void* base, std::size_t) { mapped.push_back(base); };
+    options.on_segment_unmap = [&](void* base, std::size_t) { unmapped.push_back(base); };
+    RMM_NEXT_VMM_OR_SKIP(mr, options);
+    std::vector<void*> ptrs;
+    for (int i = 0; i < 64; ++i) {
+      ptrs.push_back(mr.allocate_sync(256 * 1024));
+    }
+    for (void* p : ptrs) {
+      mr.deallocate_sync(p, 256 * 1024);
+    }
+    for (int i = 0; i < 64; ++i) {
+      mr.deallocate_sync(mr.allocate_sync(256 * 1024), 256 * 1024);
+    }
+    EXPECT_EQ(mapped.size(), mr.segments().size());
+    EXPECT_TRUE(unmapped.empty());
+  }
+  EXPECT_EQ(unmapped, mapped);
+}
+
+TEST(VmmResourceGpu, AlignmentAboveTheGranularityIsRefused)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr);
+  EXPECT_THROW((void)mr.allocate_sync(1, mr.granularity() * 2), rmm_next::bad_alloc);
+  void* p = mr.allocate_sync(1, mr.granularity());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % mr.granularity(), 0U);
+  mr.deallocate_sync(p, 1);
+}
+
+std::string importer_path()
+{
+  char const* const from_environment = std::getenv("RMM_NEXT_TEST_VMM_IMPORTER");
+  return from_environment != nullptr && *from_environment != '\0' ? from_environment
+                                                                  : RMM_NEXT_TEST_VMM_IMPORTER;
+}
+
+TEST(VmmResourceGpu, AnotherProcessImportsASegmentAsAPosixFd)
+{
+  RMM_NEXT_VMM_OR_SKIP(
+    mr, vmm_options{.handle_types = rmm_next::vmm_handle_types::posix_fd, .segment_size = 4 * MiB});
+  owned_stream stream;
+  void* first             = mr.allocate(stream.s, 4096);  // the block is not at the base
+  std::size_t const words = 512 * 1024;
+  auto* block             = static_cast<std::uint32_t*>(mr.allocate(stream.s, words * 4));
+  fill(block, words, 11, stream.s);
+  ASSERT_EQ(cudaStreamSynchronize(stream.s), cudaSuccess);
+  auto const segment = mr.segment_of(block);
+  ASSERT_TRUE(segment.has_value());
+  int const fd = mr.export_segment_fd(block);
+  ASSERT_GE(fd, 0);
+
+  int fds[2]{-1, -1};
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  ASSERT_EQ(::fcntl(fds[0], F_SETFD, FD_CLOEXEC), 0);
+  ASSERT_EQ(::fcntl(fd, F_SETFD, FD_CLOEXEC), 0);
+  std::string path = importer_path();
+  std::string arg  = std::to_string(fds[1]);
+  char* argv[]     = {path.data(), arg.data(), nullptr};
+  pid_t pid{-1};
+  ASSERT_EQ(::posix_spawn(&pid, path.c_str(), nullptr, nullptr, argv, environ), 0) << path;
+  ::close(fds[1]);
+
+  rmm_next::test::vmm_request request{};
+  request.segment_bytes = segment->bytes;
+  request.granularity   = mr.granularity();
+  request.offset =
+    reinterpret_cast<std::uintptr_t>(block) - reinterpret_cast<std::uintptr_t>(segment->base);
+  request.words         = words;
+  request.exporter_seed = 11;
+  request.importer_seed = 12;
+  request.device        = mr.device();
+  rmm_next::detail::send_with_fd(fds[0], &request, sizeof(request), fd, "vmm_resource_gpu_test");
+  ::close(fd);
+
+  pollfd p{fds[0], POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 60000), 1) << "the importer did not answer within 60 s";
+  rmm_next::test::vmm_reply reply{};
+  rmm_next::detail::receive_rest(
+    fds[0], reinterpret_cast<char*>(&reply), sizeof(reply), "vmm_resource_gpu_test");
+  int status{};
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ::close(fds[0]);
+  ASSERT_EQ(reply.ok, 1) << reply.message;
+  EXPECT_EQ(reply.mismatches, 0U);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(count_mismatches(block, words, 12, stream.s), 0U);  // what the importer wrote
+  mr.deallocate(stream.s, block, words * 4);
+  mr.deallocate(stream.s, first, 4096);
+}
+
+}  // namespace
