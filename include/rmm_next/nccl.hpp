@@ -32,7 +32,8 @@
 
 #define RMM_NEXT_HAS_NCCL 1
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief How `nccl_registered` registers each segment. */
 enum class nccl_registration {
@@ -160,6 +161,7 @@ inline vmm_options nccl_registered(ncclComm_t comm,
   return options;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
 
 #endif  // __has_include(<nccl.h>)

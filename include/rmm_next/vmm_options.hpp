@@ -11,7 +11,8 @@
 #include <cstddef>
 #include <functional>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
  * @brief The shareable handle types a `vmm_resource` asks `cuMemCreate` for (a bit set; the values
@@ -78,4 +79,5 @@ struct vmm_options {
   std::function<void(void* base, std::size_t bytes)> on_segment_unmap{};
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

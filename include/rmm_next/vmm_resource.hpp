@@ -32,7 +32,8 @@
 #include <utility>
 #include <vector>
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /** @brief A segment of a `vmm_resource`: where it is mapped and how large it is. */
 struct vmm_segment {
@@ -507,4 +508,5 @@ static_assert(detail::stream_ordered_resource_with<vmm_resource, cuda::mr::devic
 static_assert(detail::synchronous_resource_with<vmm_resource, cuda::mr::device_accessible>);
 static_assert(!cuda::has_property<vmm_resource, cuda::mr::host_accessible>);
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -17,7 +17,9 @@
  * `libnccl.so.2` opened by name. Null members where NCCL or the function is missing.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /** @brief NCCL entry points, resolved once per process. */
 struct nccl_api {
@@ -56,4 +58,6 @@ inline nccl_api const& nccl() noexcept
   return api;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

@@ -27,7 +27,9 @@
  * block carrying the fences (events recorded at its frees) that a new user must wait on.
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 /**
  * @brief An event recorded on the stream of a free: destroyed with its last block. `stream` is
@@ -190,4 +192,6 @@ class vmm_free_list {
   std::multimap<std::size_t, std::uintptr_t> by_size_;
 };
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

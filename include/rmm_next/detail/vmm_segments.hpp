@@ -5,7 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/device_guard.hpp>
-#include <rmm_next/detail/device_queries.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
@@ -28,7 +28,9 @@
  * life through the driver's virtual memory calls (create, reserve, map, grant access; and back).
  */
 
-namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail {
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
 
 inline constexpr char const* vmm_name = "vmm_resource";
 
@@ -280,4 +282,6 @@ inline vmm_segment_handle create_segment(vmm_config& config, std::size_t bytes, 
   return s;
 }
 
-}  // namespace rmm_next::inline RMM_NEXT_ABI_NAMESPACE::detail
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
