@@ -316,15 +316,11 @@ class thread_cache {
                         Label&& label,
                         taken_blocks& out)
   {
+    if (stream_list* found = recent(handle, key_context)) { return *found; }
     ++tick_;
-    if (matches(lists_[mru_], handle, key_context)) { return touch(lists_[mru_]); }
     std::size_t victim = 0;
     for (std::size_t i = 0; i < lists_.size(); ++i) {
-      stream_list& l = lists_[i];
-      if (matches(l, handle, key_context)) {
-        mru_ = i;
-        return touch(l);
-      }
+      stream_list const& l = lists_[i];
       if (!l.in_use || (lists_[victim].in_use && l.last_use < lists_[victim].last_use)) {
         victim = i;
       }
