@@ -28,8 +28,11 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 
 __global__ void iota_kernel(float* out, std::size_t n, float scale)
 {
-  std::size_t const i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) { out[i] = scale * static_cast<float>(i % 1024); }
+  std::size_t const stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = scale * static_cast<float>(i % 1024);
+  }
 }
 
 TEST(NcclGpu, AOneRankAllReduceOverRegisteredSegments)
