@@ -151,10 +151,10 @@ class vmm_device {
 /** @brief Fills `out` from `d` (all zero when its resource was never made). */
 inline void read_vmm_statistics(vmm_device const& d, rmm_next_vmm_statistics& out)
 {
-  out                    = rmm_next_vmm_statistics{};
-  out.allocations        = d.allocations.load(std::memory_order_relaxed);
-  out.deallocations      = d.deallocations.load(std::memory_order_relaxed);
-  out.failed_allocations = d.failures.load(std::memory_order_relaxed);
+  out                                 = rmm_next_vmm_statistics{};
+  out.allocations                     = d.allocations.load(std::memory_order_relaxed);
+  out.deallocations                   = d.deallocations.load(std::memory_order_relaxed);
+  out.failed_allocations              = d.failures.load(std::memory_order_relaxed);
   std::optional<vmm_resource> const r = d.existing();
   if (!r) { return; }
   out.made            = 1;

@@ -181,6 +181,10 @@ if __name__ == "__main__":
         log_dir = sys.argv[3] if len(sys.argv) > 3 else None
         if log_dir:
             os.makedirs(log_dir, exist_ok=True)
-        emit(distributed_scenario(world, log_dir))
+        result = distributed_scenario(world, log_dir)
+        emit(result)
+        # Nonzero when a rank summed wrong or used memory outside the vmm segments (for scripts).
+        raise SystemExit(0 if all(r["wrong"] == 0 and r["in_vmm_segments"]
+                                  for r in result["ranks"]) else 1)
     else:
         raise SystemExit(f"unknown mode {mode!r}: pool or distributed")
