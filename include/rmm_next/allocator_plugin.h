@@ -279,8 +279,9 @@ int rmm_next_vmm_configure(int device, rmm_next_vmm_options const* options);
  * function of a `torch.cuda.MemPool`. NULL on failure. */
 void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t stream);
 
-/** @brief Frees a block of `rmm_next_vmm_alloc` in the order of `stream`: it is handed out again
- * only after the work queued on `stream` so far. */
+/** @brief Frees a block of `rmm_next_vmm_alloc` in the order of `stream` (0: the legacy default
+ * stream of `device`): it is handed out again only after the work queued on `stream` so far. On a
+ * stream being captured the block is kept, not freed (see `rmm_next_last_error`). */
 void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 
 /** @brief The state of one device's `vmm_resource`. */

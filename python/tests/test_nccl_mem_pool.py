@@ -34,12 +34,14 @@ def test_the_pools_memory_is_in_vmm_segments_not_a_driver_pool(pool, record):
     assert not pool["outside_in_vmm_segments"]
     bases = {base: size for base, size in pool["segments"]}
     for a in pool["tensor_attributes"]:
-        # The driver's mapping of each tensor is one of the vmm_resource's segments, exportable as
-        # a POSIX file descriptor, and no cudaMallocAsync pool owns it.
+        # The address range (cuMemAddressReserve) holding each tensor is one of the
+        # vmm_resource's segments, exportable as a POSIX file descriptor, and no cudaMallocAsync
+        # pool owns it.
         assert bases.get(a["range_start"]) == a["range_size"], (a, bases)
         assert a["handle_types"] & POSIX_FD, a
         assert a["mempool"] == 0, a
-    assert pool["outside_attributes"]["handle_types"] & POSIX_FD == 0  # cudaMalloc memory is not
+    outside = pool["outside_attributes"]["handle_types"]  # cudaMalloc memory has none (or no answer)
+    assert isinstance(outside, str) or outside & POSIX_FD == 0, outside
 
 
 def test_the_vmm_resource_counts_the_pools_segments(pool):

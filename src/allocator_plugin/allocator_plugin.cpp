@@ -16,6 +16,7 @@
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
@@ -828,6 +829,16 @@ RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cuda
         "rmm_next_vmm_free was given a pointer that no segment of device " +
           std::to_string(device) + "'s vmm_resource holds; it is not freed");
     }
+    if (!rmm_next::detail::stream_is_eager(stream)) {
+      // An event recorded now would be a node of the capture, never recorded for the block's
+      // next user to wait on: keep the block rather than hand it out unordered.
+      rmm_next::detail::throw_error<std::logic_error>(
+        "allocator_plugin",
+        "rmm_next_vmm_free was called on a stream being captured; the block is kept, free it "
+        "outside the capture");
+    }
+    // The legacy default stream is the current device's: the block's device orders its free.
+    rmm_next::detail::device_guard const on_device{device};
     mr->deallocate(stream, ptr, size > 0 ? static_cast<std::size_t>(size) : 0);
     slot.deallocations.fetch_add(1, std::memory_order_relaxed);
     return 0;

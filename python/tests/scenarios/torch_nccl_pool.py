@@ -35,6 +35,8 @@ CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12
 CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES = 14
 CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE = 15
 CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17
+CU_POINTER_ATTRIBUTE_MAPPING_SIZE = 18
+CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19
 
 
 def pointer_attributes(address):
@@ -55,6 +57,8 @@ def pointer_attributes(address):
         "handle_types": read(CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, ctypes.c_uint64),
         "rdma": read(CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, ctypes.c_int),
         "mempool": read(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, ctypes.c_void_p) or 0,
+        "mapping_base": read(CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, ctypes.c_uint64),
+        "mapping_size": read(CU_POINTER_ATTRIBUTE_MAPPING_SIZE, ctypes.c_uint64),
     }
 
 
