@@ -10,7 +10,8 @@
 // for sizes doubling from --min-bytes (1M) to --max-bytes (1G), one process per GPU.
 //
 //   nccl_allreduce_bench [--out DIR] [--gpus N] [--min-bytes 1M] [--max-bytes 1G]
-//                        [--iterations N] [--warmup N] [--kinds cudaMalloc,ncclMemAlloc,vmm_resource]
+//                        [--iterations N] [--warmup N] [--kinds
+//                        cudaMalloc,ncclMemAlloc,vmm_resource]
 //
 // Started without --rank it is the launcher: it starts itself once per GPU (N: --gpus, else every
 // visible GPU; 1 works), with --rank, --ranks and --id-file, where rank 0 writes the ncclUniqueId
@@ -49,16 +50,16 @@ using namespace rmm_next_bench;
 void check(cudaError_t status, char const* call)
 {
   if (status != cudaSuccess) {
-    throw std::runtime_error(std::string{"nccl_allreduce_bench: "} + call + " failed: " +
-                             cudaGetErrorString(status));
+    throw std::runtime_error(std::string{"nccl_allreduce_bench: "} + call +
+                             " failed: " + cudaGetErrorString(status));
   }
 }
 
 void check(ncclResult_t status, char const* call)
 {
   if (status != ncclSuccess) {
-    throw std::runtime_error(std::string{"nccl_allreduce_bench: "} + call + " failed: " +
-                             ncclGetErrorString(status));
+    throw std::runtime_error(std::string{"nccl_allreduce_bench: "} + call +
+                             " failed: " + ncclGetErrorString(status));
   }
 }
 
@@ -257,9 +258,9 @@ void write_results(nccl_bench_options const& o, std::vector<nccl_bench_row> cons
   std::ofstream csv{o.out_dir + "/nccl_allreduce.csv"};
   csv << csv_header();
   std::ofstream json{o.out_dir + "/nccl_allreduce.json"};
-  json << "{\"benchmark\": \"nccl_allreduce\", \"nccl_version\": " << version
-       << ", \"device\": \"" << prop.name << "\", \"ranks\": " << o.ranks
-       << ", \"warmup\": " << o.warmup << ", \"rows\": [\n";
+  json << "{\"benchmark\": \"nccl_allreduce\", \"nccl_version\": " << version << ", \"device\": \""
+       << prop.name << "\", \"ranks\": " << o.ranks << ", \"warmup\": " << o.warmup
+       << ", \"rows\": [\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     csv << csv_line(rows[i]);
     json << "  " << json_object(rows[i]) << (i + 1 < rows.size() ? ",\n" : "\n");

@@ -57,7 +57,7 @@ PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" NCCL_DEBUG=INFO NCCL_DEBUG_
   "$python" "$root/python/tests/scenarios/torch_nccl_pool.py" distributed "$gpus" "$out/torch" \
   > "$out/torch/torch_distributed.log" 2>&1
 torch_status=$?
-tail -n 1 "$out/torch/torch_distributed.log" > "$out/torch/result.json"
+grep '^{' "$out/torch/torch_distributed.log" | tail -n 1 > "$out/torch/result.json"  # NCCL logs to stdout
 cat "$out/torch/result.json"
 grep -iE "regist" "$out/torch/torch_distributed.log" > "$out/torch/registered_path.log"
 

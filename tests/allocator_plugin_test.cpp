@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -272,6 +273,12 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_EQ(rmm_next_vmm_get_statistics(0, &vmm_stats), -1);
   EXPECT_EQ(rmm_next_vmm_segments(0, nullptr, nullptr, 0), -1);
 }
+
+// The layouts python/rmm_next/_lib.py declares (VmmOptions, VmmStatistics).
+static_assert(sizeof(rmm_next_vmm_options) == 8 + 4 * 4);
+static_assert(offsetof(rmm_next_vmm_options, handle_types) == 8);
+static_assert(sizeof(rmm_next_vmm_statistics) == 8 * 8 + 4 * 4);
+static_assert(offsetof(rmm_next_vmm_statistics, made) == 8 * 8 + 3 * 4);
 
 TEST(VmmOptions, TheCDefaultsAreThoseOfVmmOptionsAndMapBack)
 {

@@ -21,7 +21,7 @@ constexpr std::size_t MiB = std::size_t{1} << 20;
 
 TEST(NcclBenchPlan, TheDefaultSweepIsOneMiBToOneGiBOverThreeKinds)
 {
-  nccl_bench_options const o = parse_nccl_bench_options({});
+  nccl_bench_options const o           = parse_nccl_bench_options({});
   std::vector<std::size_t> const sizes = nccl_bench_sizes(o.min_bytes, o.max_bytes);
   ASSERT_EQ(sizes.size(), 11U);
   EXPECT_EQ(sizes.front(), MiB);
@@ -68,9 +68,20 @@ TEST(NcclBenchPlan, RowsAreWrittenInTheHeadersColumns)
 
 TEST(NcclBenchPlan, TheCommandLineIsReadAndCheckedWithWhatToDo)
 {
-  nccl_bench_options const o = parse_nccl_bench_options(
-    {"--out", "/tmp/r", "--gpus", "2", "--min-bytes", "64K", "--max-bytes", "8MiB", "--iterations",
-     "3", "--warmup", "1", "--kinds", "vmm_resource,cudaMalloc"});
+  nccl_bench_options const o = parse_nccl_bench_options({"--out",
+                                                         "/tmp/r",
+                                                         "--gpus",
+                                                         "2",
+                                                         "--min-bytes",
+                                                         "64K",
+                                                         "--max-bytes",
+                                                         "8MiB",
+                                                         "--iterations",
+                                                         "3",
+                                                         "--warmup",
+                                                         "1",
+                                                         "--kinds",
+                                                         "vmm_resource,cudaMalloc"});
   EXPECT_EQ(o.out_dir, "/tmp/r");
   EXPECT_EQ(o.gpus, 2);
   EXPECT_EQ(o.min_bytes, 64U << 10);

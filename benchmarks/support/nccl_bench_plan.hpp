@@ -5,7 +5,8 @@
 #pragma once
 
 // What nccl_allreduce_bench runs and how it reports it, without CUDA or NCCL: the command line,
-// the sizes, the iterations per size, the bandwidths and the CSV/JSON rows (a CPU test checks them).
+// the sizes, the iterations per size, the bandwidths and the CSV/JSON rows (a CPU test checks
+// them).
 
 #include <cstddef>
 #include <cstdint>
@@ -26,15 +27,15 @@ inline std::vector<std::string> const& nccl_buffer_kinds()
 
 /** @brief The command line: the launcher's (rank < 0) or one rank's. */
 struct nccl_bench_options {
-  std::string out_dir = ".";
-  int gpus            = 0;  ///< 0: every visible GPU
-  std::size_t min_bytes = std::size_t{1} << 20;
-  std::size_t max_bytes = std::size_t{1} << 30;
-  int iterations        = 0;  ///< 0: by size (iterations_for)
-  int warmup            = 5;
+  std::string out_dir            = ".";
+  int gpus                       = 0;  ///< 0: every visible GPU
+  std::size_t min_bytes          = std::size_t{1} << 20;
+  std::size_t max_bytes          = std::size_t{1} << 30;
+  int iterations                 = 0;  ///< 0: by size (iterations_for)
+  int warmup                     = 5;
   std::vector<std::string> kinds = nccl_buffer_kinds();
-  int rank              = -1;  ///< set by the launcher for the processes it starts
-  int ranks             = 0;
+  int rank                       = -1;  ///< set by the launcher for the processes it starts
+  int ranks                      = 0;
   std::string id_file;
 };
 
@@ -178,12 +179,12 @@ struct nccl_bench_row {
   bool registered{};
 
   /** @brief Bytes per second of the buffer (nccl-tests' algbw). */
-  [[nodiscard]] double algbw() const { return seconds > 0 ? static_cast<double>(bytes) / seconds : 0; }
-  /** @brief algbw * 2 (n - 1) / n: the bytes each link carries in a ring (nccl-tests' busbw). */
-  [[nodiscard]] double busbw() const
+  [[nodiscard]] double algbw() const
   {
-    return ranks > 0 ? algbw() * 2.0 * (ranks - 1) / ranks : 0;
+    return seconds > 0 ? static_cast<double>(bytes) / seconds : 0;
   }
+  /** @brief algbw * 2 (n - 1) / n: the bytes each link carries in a ring (nccl-tests' busbw). */
+  [[nodiscard]] double busbw() const { return ranks > 0 ? algbw() * 2.0 * (ranks - 1) / ranks : 0; }
 };
 
 inline std::string csv_header()
@@ -233,10 +234,10 @@ inline std::string json_object(nccl_bench_row const& r)
                                           "busbw_GBps",
                                           "wrong",
                                           "registered"};
-  std::vector<std::string> values = row_values(r);
-  values.front()                  = "\"" + values.front() + "\"";
-  values.back()                   = r.registered ? "true" : "false";
-  std::string text                = "{";
+  std::vector<std::string> values      = row_values(r);
+  values.front()                       = "\"" + values.front() + "\"";
+  values.back()                        = r.registered ? "true" : "false";
+  std::string text                     = "{";
   for (std::size_t i = 0; i < values.size(); ++i) {
     text += (i == 0 ? "\"" : ", \"") + std::string{names[i]} + "\": " + values[i];
   }

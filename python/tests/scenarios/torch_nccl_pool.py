@@ -14,6 +14,7 @@ Prints one JSON object as its last line (rank 0's, with every rank's under "rank
 """
 
 import ctypes
+import gc
 import json
 import os
 import pathlib
@@ -21,7 +22,7 @@ import socket
 import sys
 import tempfile
 
-from _common import emit
+from _common import emit, pool_segment_bytes
 
 import torch
 
@@ -91,12 +92,12 @@ def pool_scenario():
         "tensor_attributes": [pointer_attributes(t.data_ptr()) for t in tensors],
         "outside_in_vmm_segments": in_segment(outside.data_ptr(), segments),
         "outside_attributes": pointer_attributes(outside.data_ptr()),
-        "pool_segment_bytes": sum(s["total_size"] for s in pool.snapshot()),
+        "pool_segment_bytes": pool_segment_bytes(pool),
     }
-    del tensors
-    del pool
-    torch.cuda.synchronize()
+    del t, expected, tensors, pool
+    gc.collect()
     torch.cuda.empty_cache()
+    torch.cuda.synchronize()
     result["vmm_after_pool_destroyed"] = rmm_next.vmm_statistics(0)
     return result
 
