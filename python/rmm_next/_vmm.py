@@ -92,7 +92,7 @@ def _device(device):
     return -1 if device is None else int(device)
 
 
-def configure_vmm(options=None, device=None, call="rmm_next.configure_vmm"):
+def configure_vmm(options=None, device=None, *, _call="rmm_next.configure_vmm"):
     """Makes the ``vmm_resource`` of ``device`` (None: the current device) with ``options`` (a
     ``VmmOptions``; None: the defaults). Equal options again change nothing; other options are
     refused once the resource has made a segment (segments stay mapped for the process).
@@ -102,10 +102,10 @@ def configure_vmm(options=None, device=None, call="rmm_next.configure_vmm"):
     if options is None:
         options = VmmOptions()
     if not isinstance(options, VmmOptions):
-        raise ValueError(f"{call}: options={options!r}; pass a rmm_next.VmmOptions or None")
+        raise ValueError(f"{_call}: options={options!r}; pass a rmm_next.VmmOptions or None")
     lib = _lib.load()
     c_options = options.to_c()
-    _lib.check(lib, lib.rmm_next_vmm_configure(_device(device), ctypes.byref(c_options)), call)
+    _lib.check(lib, lib.rmm_next_vmm_configure(_device(device), ctypes.byref(c_options)), _call)
 
 
 def vmm_statistics(device=None):

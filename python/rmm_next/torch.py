@@ -199,7 +199,7 @@ def nccl_mem_pool(
     except ValueError as e:
         raise ValueError(str(e).replace("rmm_next.VmmOptions", "rmm_next.torch.nccl_mem_pool")) from e
     index = _torch.cuda.current_device() if device is None else _index(device)
-    _vmm.configure_vmm(options, index, call="rmm_next.torch.nccl_mem_pool")
+    _vmm.configure_vmm(options, index, _call="rmm_next.torch.nccl_mem_pool")
     if _vmm_allocator is None:
         from torch.cuda.memory import CUDAPluggableAllocator
 

@@ -166,9 +166,9 @@ def run_with_fake_torch(tmp_path, prelude, body=None):
 
 RECORD_CONFIGURE = '''
 configured = []
-def record(options, device, call):
+def record(options, device, *, _call):
     c = options.to_c()
-    configured.append([device, call, c.segment_size, c.handle_types, c.granularity,
+    configured.append([device, _call, c.segment_size, c.handle_types, c.granularity,
                        c.peer_access, c.gpu_direct_rdma])
 rmm_next._vmm.configure_vmm = record
 '''
