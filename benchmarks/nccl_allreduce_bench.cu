@@ -28,9 +28,11 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -83,6 +85,9 @@ __global__ void count_wrong_kernel(float const* in,
   }
   if (mine != 0) { atomicAdd(wrong, mine); }
 }
+
+/** @brief The exit status of a rank that ran to the end but found wrong sums. */
+constexpr int wrong_sums = 2;
 
 constexpr int grid  = 1024;
 constexpr int block = 256;
@@ -314,11 +319,30 @@ int launch(nccl_bench_options const& o, std::vector<std::string> const& args)
     }
     children.push_back(pid);
   }
-  int failed = children.size() == static_cast<std::size_t>(ranks) ? 0 : 1;
-  for (pid_t const child : children) {
+  // A rank that fails leaves the others waiting in a collective: stop them too (not for a rank
+  // that finished with wrong sums, exit status wrong_sums: the others finish and report).
+  int failed              = 0;
+  auto const stop_all_but = [&](pid_t spared) {
+    for (pid_t const child : children) {
+      if (child != spared) { (void)::kill(child, SIGTERM); }
+    }
+  };
+  if (children.size() != static_cast<std::size_t>(ranks)) {
+    failed = 1;
+    stop_all_but(-1);
+  }
+  std::size_t running = children.size();
+  while (running > 0) {
     int status{};
-    if (::waitpid(child, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    pid_t const done = ::waitpid(-1, &status, 0);
+    if (done < 0) { break; }
+    if (std::find(children.begin(), children.end(), done) == children.end()) { continue; }
+    --running;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == wrong_sums) {
       failed = 1;
+    } else if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && failed == 0) {
+      failed = 1;
+      stop_all_but(done);
     }
   }
   std::remove(id_file.c_str());
@@ -343,7 +367,7 @@ int main(int argc, char** argv)
                      static_cast<unsigned long long>(r.wrong),
                      r.kind.c_str(),
                      r.bytes);
-        return 1;
+        return wrong_sums;
       }
     }
     return 0;
