@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -302,6 +303,87 @@ TEST_F(AllocatorPlugin, ReleasingAndForgettingLeaveAnotherThreadsCaptureIntact)
     rmm_next_cupy_free(nullptr, c, 0);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
+}
+
+// The vmm_resource of each device (rmm_next_vmm_*): blocks inside its segments, written and read,
+// reused after a stream-ordered free, counted apart from the per-device resource; options that
+// differ once a segment exists are refused. One test: the resource lives for the process.
+TEST_F(AllocatorPlugin, VmmBlocksLieInSegmentsAndOtherOptionsAreRefusedAfterwards)
+{
+  rmm_next::test::stream_guard stream;
+  rmm_next_vmm_options options{std::size_t{8} << 20,
+                               RMM_NEXT_VMM_HANDLE_POSIX_FD | RMM_NEXT_VMM_HANDLE_FABRIC,
+                               rmm_next_vmm_granularity_recommended,
+                               1,
+                               1};
+  ASSERT_EQ(rmm_next_vmm_configure(0, &options), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_vmm_configure(0, &options), 0) << "equal options again change nothing";
+  rmm_next_statistics const map_before = statistics();
+  std::size_t const bytes              = std::size_t{3} << 20;
+  void* a                              = rmm_next_vmm_alloc(bytes, 0, stream);
+  void* b                              = rmm_next_vmm_alloc(bytes, 0, stream);
+  void* big                            = rmm_next_vmm_alloc(std::size_t{20} << 20, 0, stream);
+  ASSERT_NE(a, nullptr) << rmm_next_last_error();
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(big, nullptr);
+  std::vector<void*> bases(8);
+  std::vector<std::size_t> sizes(8);
+  ASSERT_EQ(rmm_next_vmm_segments(0, bases.data(), sizes.data(), bases.size()), 2)
+    << "a and b share the first segment, the 20 MiB block has one of its own";
+  EXPECT_GE(sizes[1], std::size_t{20} << 20);
+  auto inside = [&](void* p, std::size_t i) {
+    auto const address = reinterpret_cast<std::uintptr_t>(p);
+    auto const base    = reinterpret_cast<std::uintptr_t>(bases[i]);
+    return address >= base && address + bytes <= base + sizes[i];
+  };
+  EXPECT_TRUE(inside(a, 0) && inside(b, 0) && inside(big, 1));
+
+  ASSERT_EQ(cudaMemsetAsync(a, 0x5a, bytes, stream), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
+  std::vector<unsigned char> host(bytes);
+  ASSERT_EQ(cudaMemcpyAsync(host.data(), b, bytes, cudaMemcpyDeviceToHost, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  std::size_t wrong = 0;
+  for (unsigned char const c : host) {
+    wrong += c == 0x5a ? 0 : 1;
+  }
+  EXPECT_EQ(wrong, 0U);
+
+  rmm_next_vmm_statistics v{};
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &v), 0) << rmm_next_last_error();
+  EXPECT_EQ(v.made, 1);
+  EXPECT_EQ(v.allocations, 3U);
+  EXPECT_EQ(v.allocated_bytes, 2 * bytes + (std::size_t{20} << 20));
+  EXPECT_EQ(v.segment_count, 2U);
+  EXPECT_GE(v.segment_size, std::size_t{8} << 20);  // 8 MiB rounded up to the granularity
+  EXPECT_EQ(v.segment_size % v.granularity, 0U);
+  EXPECT_EQ(sizes[0], v.segment_size);
+  EXPECT_EQ(sizes[1] % v.granularity, 0U);
+  EXPECT_EQ(v.segment_bytes, sizes[0] + sizes[1]);
+  EXPECT_NE(v.handle_types & RMM_NEXT_VMM_HANDLE_POSIX_FD, 0U);
+  EXPECT_GE(v.access_devices, 1);
+  EXPECT_EQ(statistics().allocations, map_before.allocations) << "not the per-device resource";
+
+  options.segment_size = std::size_t{16} << 20;
+  EXPECT_EQ(rmm_next_vmm_configure(0, &options), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("already made segments with other options"),
+            std::string::npos)
+    << rmm_next_last_error();
+
+  rmm_next_vmm_free(a, bytes, 0, stream);
+  void* again = rmm_next_vmm_alloc(bytes, 0, stream);  // a's block, after a's free on `stream`
+  EXPECT_EQ(again, a);
+  rmm_next_vmm_free(again, bytes, 0, stream);
+  rmm_next_vmm_free(b, bytes, 0, stream);
+  rmm_next_vmm_free(big, std::size_t{20} << 20, 0, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &v), 0);
+  EXPECT_EQ(v.allocated_bytes, 0U);
+  EXPECT_EQ(v.deallocations, 4U);
+  EXPECT_EQ(v.segment_count, 2U) << "segments stay mapped for the process";
+  int dummy{};  // host memory: in no segment, refused
+  rmm_next_vmm_free(&dummy, 4, 0, stream);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("no segment of device 0"), std::string::npos);
 }
 
 }  // namespace

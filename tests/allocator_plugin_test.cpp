@@ -9,6 +9,7 @@
 #include "allocation_table.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
+#include "vmm_devices.hpp"
 
 #include <rmm_next/allocator_plugin.h>
 
@@ -17,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -262,6 +264,58 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_EQ(rmm_next_outstanding(-1), -1);
   EXPECT_EQ(rmm_next_flush_log(), 0);  // no log is open
   // (Without a driver every runtime call, cudaGetLastError included, keeps reporting it.)
+  EXPECT_EQ(rmm_next_vmm_configure(0, nullptr), -1);
+  EXPECT_NE(std::string{rmm_next_last_error()}.find("no usable CUDA driver or device"),
+            std::string::npos);
+  EXPECT_EQ(rmm_next_vmm_alloc(1 << 21, 0, nullptr), nullptr);
+  rmm_next_vmm_free(address(0x100), 1 << 21, 0, nullptr);
+  rmm_next_vmm_statistics vmm_stats{};
+  EXPECT_EQ(rmm_next_vmm_get_statistics(0, &vmm_stats), -1);
+  EXPECT_EQ(rmm_next_vmm_segments(0, nullptr, nullptr, 0), -1);
+}
+
+// The layouts python/rmm_next/_lib.py declares (VmmOptions, VmmStatistics).
+static_assert(sizeof(rmm_next_vmm_options) == 8 + 4 * 4);
+static_assert(offsetof(rmm_next_vmm_options, handle_types) == 8);
+static_assert(sizeof(rmm_next_vmm_statistics) == 8 * 8 + 4 * 4);
+static_assert(offsetof(rmm_next_vmm_statistics, made) == 8 * 8 + 3 * 4);
+
+TEST(VmmOptions, TheCDefaultsAreThoseOfVmmOptionsAndMapBack)
+{
+  rmm_next_vmm_options const d = rmm_next::plugin::normalized_vmm_options(nullptr);
+  EXPECT_EQ(d.segment_size, std::size_t{64} << 20);
+  EXPECT_EQ(d.handle_types, RMM_NEXT_VMM_HANDLE_POSIX_FD | RMM_NEXT_VMM_HANDLE_FABRIC);
+  EXPECT_EQ(d.granularity, rmm_next_vmm_granularity_recommended);
+  EXPECT_EQ(d.peer_access, 1);
+  EXPECT_EQ(d.gpu_direct_rdma, 1);
+  rmm_next::vmm_options const v = rmm_next::plugin::to_vmm_options(d);
+  rmm_next::vmm_options const expected{};
+  EXPECT_EQ(v.segment_size, expected.segment_size);
+  EXPECT_EQ(v.handle_types, expected.handle_types);
+  EXPECT_EQ(v.granularity, expected.granularity);
+  EXPECT_EQ(v.access, expected.access);
+  EXPECT_EQ(v.gpu_direct_rdma, expected.gpu_direct_rdma);
+}
+
+TEST(VmmOptions, NormalizingFillsTheSizeAndFlagsAndChecksTheRest)
+{
+  rmm_next_vmm_options o{0, RMM_NEXT_VMM_HANDLE_POSIX_FD, rmm_next_vmm_granularity_minimum, 7, 0};
+  rmm_next_vmm_options const n = rmm_next::plugin::normalized_vmm_options(&o);
+  EXPECT_EQ(n.segment_size, std::size_t{64} << 20);
+  EXPECT_EQ(n.peer_access, 1);
+  EXPECT_TRUE(
+    rmm_next::plugin::same_vmm_options(n, rmm_next_vmm_options{std::size_t{64} << 20, 1, 1, 1, 0}));
+  EXPECT_FALSE(
+    rmm_next::plugin::same_vmm_options(n, rmm_next_vmm_options{std::size_t{32} << 20, 1, 1, 1, 0}));
+  rmm_next::vmm_options const v = rmm_next::plugin::to_vmm_options(n);
+  EXPECT_EQ(v.handle_types, rmm_next::vmm_handle_types::posix_fd);
+  EXPECT_EQ(v.granularity, rmm_next::vmm_granularity::minimum);
+  EXPECT_FALSE(v.gpu_direct_rdma);
+  o.handle_types = 0x2;  // a Win32 handle: not for NCCL
+  EXPECT_THROW((void)rmm_next::plugin::normalized_vmm_options(&o), std::invalid_argument);
+  o.handle_types = RMM_NEXT_VMM_HANDLE_FABRIC;
+  o.granularity  = 3;
+  EXPECT_THROW((void)rmm_next::plugin::normalized_vmm_options(&o), std::invalid_argument);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 /** @brief Changes whenever a signature or structure below changes; see `rmm_next_abi_version`. */
-#define RMM_NEXT_ALLOCATOR_ABI_VERSION 2
+#define RMM_NEXT_ALLOCATOR_ABI_VERSION 3
 
 /** @brief The `RMM_NEXT_ALLOCATOR_ABI_VERSION` the library was built with. */
 int rmm_next_abi_version(void);
@@ -239,6 +239,75 @@ int rmm_next_outstanding_entry(size_t index, rmm_next_allocation* out);
  * values: `allocated_bytes_high`, and those of the pool serving it (`pool_reserved_bytes_high`,
  * `pool_used_bytes_high`: the pool's own, so for every user of a shared pool). @return 0, or -1. */
 int rmm_next_reset_peak_statistics(int device);
+
+/* ---- Memory NCCL can register: a vmm_resource per device ------------------------------------
+ * Apart from the resource of the functions above: each device has its own `vmm_resource`
+ * (<rmm_next/vmm_resource.hpp>), made on first use, that sub-allocates from `cuMemCreate`
+ * segments with shareable handles, the memory `ncclCommRegister` and NCCL's symmetric windows
+ * take. PyTorch reaches it through a `torch.cuda.MemPool` over `rmm_next_vmm_alloc` /
+ * `rmm_next_vmm_free` (`rmm_next.torch.nccl_mem_pool()`). Its segments stay mapped for the life
+ * of the process. */
+
+/** @brief Handle type bits of `rmm_next_vmm_options::handle_types` (CUmemAllocationHandleType). */
+#define RMM_NEXT_VMM_HANDLE_POSIX_FD 0x1u
+#define RMM_NEXT_VMM_HANDLE_FABRIC   0x8u
+
+/** @brief `rmm_next_vmm_options::granularity`. */
+typedef enum rmm_next_vmm_granularity {
+  rmm_next_vmm_granularity_recommended = 0, /**< CU_MEM_ALLOC_GRANULARITY_RECOMMENDED */
+  rmm_next_vmm_granularity_minimum     = 1, /**< CU_MEM_ALLOC_GRANULARITY_MINIMUM */
+  rmm_next_vmm_granularity_multicast   = 2  /**< cuMulticastGetGranularity (recommended) */
+} rmm_next_vmm_granularity;
+
+/** @brief How a device's `vmm_resource` makes its segments (see `vmm_options`). */
+typedef struct rmm_next_vmm_options {
+  size_t segment_size;     /**< bytes of a segment, rounded up to the granularity; 0: 64 MiB */
+  uint32_t handle_types;   /**< RMM_NEXT_VMM_HANDLE_* bits; FABRIC is dropped when refused */
+  int32_t granularity;     /**< an `rmm_next_vmm_granularity` */
+  int32_t peer_access;     /**< nonzero: every peer that can reach the device; 0: the device only */
+  int32_t gpu_direct_rdma; /**< nonzero: `gpuDirectRDMACapable` where the device has it */
+} rmm_next_vmm_options;
+
+/** @brief The options of `device` (-1: the current device) from now on (NULL: the defaults,
+ * POSIX_FD | FABRIC, RDMA, recommended granularity, every peer, 64 MiB). Calling it again with
+ * equal options changes nothing; other options are refused while the device's resource has made
+ * a segment. @return 0, or -1. */
+int rmm_next_vmm_configure(int device, rmm_next_vmm_options const* options);
+
+/** @brief A block of `size` bytes from the `vmm_resource` of `device`, ready for any stream when
+ * this returns (earlier frees of it are waited for on the host); `stream` is ignored. The alloc
+ * function of a `torch.cuda.MemPool`. NULL on failure. */
+void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t stream);
+
+/** @brief Frees a block of `rmm_next_vmm_alloc` in the order of `stream` (0: the legacy default
+ * stream of `device`): it is handed out again only after the work queued on `stream` so far. On a
+ * stream being captured the block is kept, not freed (see `rmm_next_last_error`). */
+void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
+
+/** @brief The state of one device's `vmm_resource`. */
+typedef struct rmm_next_vmm_statistics {
+  uint64_t allocations;        /**< successful `rmm_next_vmm_alloc` calls */
+  uint64_t deallocations;      /**< `rmm_next_vmm_free` calls */
+  uint64_t failed_allocations; /**< allocations that returned NULL */
+  uint64_t allocated_bytes;    /**< bytes handed out and not freed (each rounded up to 256) */
+  uint64_t segment_count;      /**< segments mapped */
+  uint64_t segment_bytes;      /**< their bytes */
+  uint64_t segment_size;       /**< the size of a segment made for a smaller request */
+  uint64_t granularity;        /**< what segments are rounded to */
+  uint32_t handle_types;       /**< RMM_NEXT_VMM_HANDLE_* bits segments are made with now */
+  int32_t gpu_direct_rdma;     /**< nonzero: segments are `gpuDirectRDMACapable` */
+  int32_t access_devices;      /**< devices granted read-write access, the device included */
+  int32_t made;                /**< nonzero once the resource exists (0: nothing else is set) */
+} rmm_next_vmm_statistics;
+
+/** @brief Fills `out` for `device` (-1: the current device) without making the resource.
+ * @return 0, or -1. */
+int rmm_next_vmm_get_statistics(int device, rmm_next_vmm_statistics* out);
+
+/** @brief Copies the base and size of up to `capacity` segments of `device`'s `vmm_resource`, in
+ * the order they were made, into `bases` and `sizes` (either may be NULL when `capacity` is 0).
+ * @return the number of segments (which may exceed `capacity`), or -1. */
+int64_t rmm_next_vmm_segments(int device, void** bases, size_t* sizes, size_t capacity);
 
 #ifdef __cplusplus
 }

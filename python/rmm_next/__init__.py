@@ -26,6 +26,7 @@ import os
 
 from . import _lib
 from ._lib import OutOfMemoryError, RmmNextError
+from ._vmm import VmmOptions, configure_vmm, vmm_segments, vmm_statistics
 
 __all__ = [
     "OutOfMemoryError",
@@ -33,8 +34,10 @@ __all__ = [
     "RmmNextError",
     "ThreadCache",
     "Tracking",
+    "VmmOptions",
     "allocate",
     "configure",
+    "configure_vmm",
     "deallocate",
     "device_count",
     "disable_thread_cache",
@@ -51,6 +54,8 @@ __all__ = [
     "use_current_pool",
     "use_managed_memory",
     "use_owned_pool",
+    "vmm_segments",
+    "vmm_statistics",
 ]
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ import threading
 
 ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
 LIBRARY_NAME = "librmm_next_allocator.so"
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class RmmNextError(RuntimeError):
@@ -44,33 +44,63 @@ class ThreadCacheOptions(ctypes.Structure):
     ]
 
 
+def _uint64_fields(*names):
+    """ctypes fields of 64-bit counters, in the order of `names`."""
+    return [(name, ctypes.c_uint64) for name in names]
+
+
 class Statistics(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_uint64)
-        for name in (
-            "allocations",
-            "deallocations",
-            "failed_allocations",
-            "allocated_bytes",
-            "total_allocated_bytes",
-            "torch_allocations",
-            "cupy_allocations",
-            "numba_allocations",
-            "other_allocations",
-            "pool_reserved_bytes",
-            "pool_reserved_bytes_high",
-            "pool_used_bytes",
-            "pool_used_bytes_high",
-            "cache_hits",
-            "cache_misses",
-            "cache_bypasses",
-            "cached_bytes",
-            "deferred_frees",
-        )
-    ] + [
+    _fields_ = _uint64_fields(
+        "allocations",
+        "deallocations",
+        "failed_allocations",
+        "allocated_bytes",
+        "total_allocated_bytes",
+        "torch_allocations",
+        "cupy_allocations",
+        "numba_allocations",
+        "other_allocations",
+        "pool_reserved_bytes",
+        "pool_reserved_bytes_high",
+        "pool_used_bytes",
+        "pool_used_bytes_high",
+        "cache_hits",
+        "cache_misses",
+        "cache_bypasses",
+        "cached_bytes",
+        "deferred_frees",
+    ) + [
         ("resource_kind", ctypes.c_int32),
         ("thread_cache_enabled", ctypes.c_int32),
         ("allocated_bytes_high", ctypes.c_uint64),
+    ]
+
+
+class VmmOptions(ctypes.Structure):
+    _fields_ = [
+        ("segment_size", ctypes.c_size_t),
+        ("handle_types", ctypes.c_uint32),
+        ("granularity", ctypes.c_int32),
+        ("peer_access", ctypes.c_int32),
+        ("gpu_direct_rdma", ctypes.c_int32),
+    ]
+
+
+class VmmStatistics(ctypes.Structure):
+    _fields_ = _uint64_fields(
+        "allocations",
+        "deallocations",
+        "failed_allocations",
+        "allocated_bytes",
+        "segment_count",
+        "segment_bytes",
+        "segment_size",
+        "granularity",
+    ) + [
+        ("handle_types", ctypes.c_uint32),
+        ("gpu_direct_rdma", ctypes.c_int32),
+        ("access_devices", ctypes.c_int32),
+        ("made", ctypes.c_int32),
     ]
 
 
@@ -126,6 +156,14 @@ _signatures = {
     "rmm_next_outstanding": (ctypes.c_int64, [_c_int]),
     "rmm_next_outstanding_entry": (_c_int, [_c_size_t, ctypes.POINTER(Allocation)]),
     "rmm_next_reset_peak_statistics": (_c_int, [_c_int]),
+    "rmm_next_vmm_configure": (_c_int, [_c_int, ctypes.POINTER(VmmOptions)]),
+    "rmm_next_vmm_alloc": (_c_void_p, [ctypes.c_ssize_t, _c_int, _c_void_p]),
+    "rmm_next_vmm_free": (None, [_c_void_p, ctypes.c_ssize_t, _c_int, _c_void_p]),
+    "rmm_next_vmm_get_statistics": (_c_int, [_c_int, ctypes.POINTER(VmmStatistics)]),
+    "rmm_next_vmm_segments": (
+        ctypes.c_int64,
+        [_c_int, ctypes.POINTER(_c_void_p), ctypes.POINTER(_c_size_t), _c_size_t],
+    ),
 }
 
 _lock = threading.Lock()

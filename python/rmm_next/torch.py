@@ -15,9 +15,11 @@ graph trees (``torch.compile(mode="reduce-overhead")``) are unavailable on this 
 ``rmm_next.torch.mem_pool()`` keeps PyTorch's caching allocator and all of its tools: it returns a
 ``torch.cuda.MemPool`` whose segments come from rmm-next, for
 ``with torch.cuda.use_mem_pool(pool):`` (which routes the calling thread's allocations only).
+``rmm_next.torch.nccl_mem_pool()`` is such a pool over memory NCCL can register (a
+``vmm_resource``), for ``torch.distributed``'s ``register_mem_pool``.
 """
 
-from . import _lib, _memory_stats, configure, reset_peak_statistics, statistics
+from . import _lib, _memory_stats, _vmm, configure, reset_peak_statistics, statistics
 
 # Imported first so that the process uses PyTorch's CUDA runtime, not one found by rmm-next.
 _torch = _lib.import_framework("torch", "rmm_next.torch", "PyTorch", "pip install torch")
@@ -37,6 +39,7 @@ _native = {
 
 _allocator = None
 _segment_allocator = None
+_vmm_allocator = None
 
 #: True once ``use()`` has installed the record-stream hook.
 record_stream_hooked = False
@@ -58,10 +61,11 @@ def use(pool=None, thread_cache=None, device=None):
     ``torch.cuda.graph`` captures work on this route.
     """
     global _allocator, record_stream_hooked
-    if _allocator is None and _segment_allocator is not None:
+    if _allocator is None and (_segment_allocator is not None or _vmm_allocator is not None):
         raise _lib.RmmNextError(
-            "rmm_next.torch.use: this process already made a rmm_next.torch.mem_pool(), so "
-            "PyTorch's caching allocator is in use; choose one route per process"
+            "rmm_next.torch.use: this process already made a rmm_next.torch.mem_pool() or "
+            "nccl_mem_pool(), so PyTorch's caching allocator is in use; choose one route per "
+            "process"
         )
     configure(pool=pool, thread_cache=thread_cache, device=device)
     if _allocator is not None:
@@ -130,6 +134,85 @@ def mem_pool(pool=None, thread_cache=None, device=None):
         return _torch.cuda.MemPool(_segment_allocator.allocator())
 
 
+def nccl_mem_pool(
+    device=None,
+    *,
+    segment_size=_vmm.VmmOptions.segment_size,
+    peer_access=True,
+    handle_types=("posix_fd", "fabric"),
+    gpu_direct_rdma=True,
+    granularity="recommended",
+    symmetric=False,
+):
+    """A ``torch.cuda.MemPool`` over memory NCCL can register: the device's ``vmm_resource``,
+    whose ``cuMemCreate`` segments are made as ``ncclMemAlloc`` makes them.
+
+    Made for ``torch.distributed``::
+
+        dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+        pool = rmm_next.torch.nccl_mem_pool()
+        with torch.cuda.use_mem_pool(pool):
+            buffer = torch.empty(n, device="cuda")
+        dist.distributed_c10d._get_default_group()._get_backend(
+            torch.device("cuda")).register_mem_pool(pool)
+        dist.all_reduce(buffer)                  # NCCL's registered (zero-copy) path
+
+    ``register_mem_pool`` needs the communicator made first (``device_id`` in
+    ``init_process_group``, or one collective) and the pool on the process group's device; it
+    registers the pool's segments with ``ncclCommRegister`` (``symm=True``: symmetric windows,
+    for which every rank must allocate the same sizes in the same order) and follows the pool's
+    later segments. PyTorch's caching allocator splits and caches the segments as for
+    ``mem_pool()``, and gives them back when the pool is destroyed; rmm-next keeps the
+    ``vmm_resource``'s own segments mapped for the process and hands their space out again.
+
+    The options are those of ``rmm_next.VmmOptions`` for the device's ``vmm_resource``:
+    ``segment_size`` (bytes of a ``cuMemCreate`` segment; equal requests give equal segments on
+    every rank), ``peer_access`` (True: every peer that can reach the device may read and write
+    it, as ``ncclMemAlloc`` maps; False: the device only, as Megatron maps), ``handle_types``
+    (``posix_fd``, ``fabric``; FABRIC is dropped where refused), ``gpu_direct_rdma`` and
+    ``granularity`` (``recommended``, ``minimum``, ``multicast``). Pools of one device share its
+    resource, so they must ask for the same options once it has made a segment.
+    ``symmetric=True`` is passed on to ``torch.cuda.MemPool`` (PyTorch builds that have it).
+    ``device`` (default: the current device) is the pool's device. Not in a process that
+    called ``use()``. ``rmm_next.vmm_statistics(device)`` and ``rmm_next.vmm_segments(device)``
+    show what the resource holds.
+    """
+    global _vmm_allocator
+    if _allocator is not None:
+        raise _lib.RmmNextError(
+            "rmm_next.torch.nccl_mem_pool: rmm_next.torch.use() replaced PyTorch's caching "
+            "allocator, which keeps the pools; use nccl_mem_pool() in a process that does not "
+            "call use()"
+        )
+    if not isinstance(symmetric, bool):
+        raise ValueError(
+            f"rmm_next.torch.nccl_mem_pool: symmetric={symmetric!r}; pass True or False"
+        )
+    try:
+        options = _vmm.VmmOptions(
+            segment_size=segment_size,
+            handle_types=handle_types,
+            granularity=granularity,
+            peer_access=peer_access,
+            gpu_direct_rdma=gpu_direct_rdma,
+        )
+    except ValueError as e:
+        raise ValueError(str(e).replace("rmm_next.VmmOptions", "rmm_next.torch.nccl_mem_pool")) from e
+    index = _torch.cuda.current_device() if device is None else _index(device)
+    _vmm.configure_vmm(options, index, _call="rmm_next.torch.nccl_mem_pool")
+    if _vmm_allocator is None:
+        from torch.cuda.memory import CUDAPluggableAllocator
+
+        # One for the process: a MemPool keeps a raw pointer to it.
+        _vmm_allocator = CUDAPluggableAllocator(
+            _lib.library_path(), "rmm_next_vmm_alloc", "rmm_next_vmm_free"
+        )
+    with _torch.cuda.device(index):
+        if symmetric:
+            return _torch.cuda.MemPool(_vmm_allocator.allocator(), symmetric=True)
+        return _torch.cuda.MemPool(_vmm_allocator.allocator())
+
+
 def _index(device):
     return _torch.cuda._get_device_index(device, optional=True)
 
@@ -186,6 +269,7 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "nccl_mem_pool",
     "record_stream_hooked",
     "reset_peak_memory_stats",
     "use",

@@ -11,10 +11,12 @@
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
 #include "tracing.hpp"
+#include "vmm_devices.hpp"
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
@@ -88,9 +90,13 @@ class plugin_state {
       counters{static_cast<std::size_t>(devices)},
       peaks{std::make_unique<live_bytes_peak[]>(static_cast<std::size_t>(devices))},
       segment_streams_{std::make_unique<std::unique_ptr<detail::owned_stream>[]>(
-        static_cast<std::size_t>(devices))}
+        static_cast<std::size_t>(devices))},
+      vmm_{std::make_unique<vmm_device[]>(static_cast<std::size_t>(devices))}
   {
   }
+
+  /** @brief The vmm_resource slot of `device` (checked). */
+  vmm_device& vmm(int device) { return vmm_[static_cast<std::size_t>(device)]; }
 
   /** @brief `device`, or the current device for -1, checked against the device count. */
   [[nodiscard]] int resolve(int device) const
@@ -188,6 +194,7 @@ class plugin_state {
  private:
   std::mutex segment_streams_mutex_;
   std::unique_ptr<std::unique_ptr<detail::owned_stream>[]> segment_streams_;
+  std::unique_ptr<vmm_device[]> vmm_;
 };
 
 /** @brief The plugin's state; the first call that finds a driver makes it. */
@@ -773,6 +780,103 @@ RMM_NEXT_EXPORT int rmm_next_outstanding_entry(size_t index, rmm_next_allocation
       0,
       e.allocation.stack_trace.c_str()};
     return 0;
+  });
+}
+
+// ---- Memory NCCL can register ---------------------------------------------------------------
+
+RMM_NEXT_EXPORT int rmm_next_vmm_configure(int device, rmm_next_vmm_options const* options)
+{
+  return guarded(-1, [&] {
+    rmm_next_vmm_options const normalized = rmm_next::plugin::normalized_vmm_options(options);
+    auto& st                              = state();
+    device                                = st.resolve(device);
+    st.vmm(device).configure(device, normalized);
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t /*stream*/)
+{
+  rmm_next::plugin::vmm_device* slot = nullptr;
+  void* const ptr                    = guarded<void*>(nullptr, [&]() -> void* {
+    if (size <= 0) { return nullptr; }
+    // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
+    rmm_next::detail::relaxed_capture_mode const relaxed;
+    auto& st                  = state();
+    device                    = st.resolve(device);
+    slot                      = &st.vmm(device);
+    rmm_next::vmm_resource mr = slot->resource(device);
+    return mr.allocate_sync(static_cast<std::size_t>(size));
+  });
+  if (slot != nullptr) {
+    (ptr != nullptr ? slot->allocations : slot->failures).fetch_add(1, std::memory_order_relaxed);
+  }
+  return ptr;
+}
+
+RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
+{
+  guarded(0, [&] {
+    if (ptr == nullptr) { return 0; }
+    auto& st                                 = state();
+    device                                   = st.resolve(device);
+    rmm_next::plugin::vmm_device& slot       = st.vmm(device);
+    std::optional<rmm_next::vmm_resource> mr = slot.existing();
+    if (!mr || !mr->segment_of(ptr)) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin",
+        "rmm_next_vmm_free was given a pointer that no segment of device " +
+          std::to_string(device) + "'s vmm_resource holds; it is not freed");
+    }
+    if (!rmm_next::detail::stream_is_eager(stream)) {
+      // An event recorded now would be a node of the capture, never recorded for the block's
+      // next user to wait on: keep the block rather than hand it out unordered.
+      rmm_next::detail::throw_error<std::logic_error>(
+        "allocator_plugin",
+        "rmm_next_vmm_free was called on a stream being captured; the block is kept, free it "
+        "outside the capture");
+    }
+    // The legacy default stream is the current device's: the block's device orders its free.
+    rmm_next::detail::device_guard const on_device{device};
+    mr->deallocate(stream, ptr, size > 0 ? static_cast<std::size_t>(size) : 0);
+    slot.deallocations.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int rmm_next_vmm_get_statistics(int device, rmm_next_vmm_statistics* out)
+{
+  return guarded(-1, [&] {
+    if (out == nullptr) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_vmm_get_statistics was given a null output pointer");
+    }
+    auto& st = state();
+    rmm_next::plugin::read_vmm_statistics(st.vmm(st.resolve(device)), *out);
+    return 0;
+  });
+}
+
+RMM_NEXT_EXPORT int64_t rmm_next_vmm_segments(int device,
+                                              void** bases,
+                                              size_t* sizes,
+                                              size_t capacity)
+{
+  return guarded<int64_t>(-1, [&]() -> int64_t {
+    if (capacity != 0 && (bases == nullptr || sizes == nullptr)) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_vmm_segments was given a capacity but a null output array");
+    }
+    auto& st                                       = state();
+    std::optional<rmm_next::vmm_resource> const mr = st.vmm(st.resolve(device)).existing();
+    if (!mr) { return 0; }
+    std::vector<rmm_next::vmm_segment> const segments = mr->segments();
+    for (std::size_t i = 0; i < segments.size() && i < capacity; ++i) {
+      bases[i] = segments[i].base;
+      sizes[i] = segments[i].bytes;
+    }
+    return static_cast<int64_t>(segments.size());
   });
 }
 
