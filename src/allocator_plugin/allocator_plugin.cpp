@@ -8,6 +8,7 @@
 
 #include "allocation_table.hpp"
 #include "device_choice.hpp"
+#include "fork_state.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
 #include "tracing.hpp"
@@ -25,6 +26,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -190,10 +194,30 @@ class plugin_state {
   std::unique_ptr<std::unique_ptr<detail::owned_stream>[]> segment_streams_;
 };
 
-/** @brief The plugin's state; the first call that finds a driver makes it. */
+/** @brief The state once made (read by the fork handler, which must not make it). */
+std::atomic<plugin_state*> made_state{nullptr};
+
+/**
+ * @brief The plugin's state; the first call that finds a driver makes it.
+ * @throws cuda_error in a child forked after the parent made it (see `state_inherited_by_fork`).
+ */
 plugin_state& state()
 {
-  static plugin_state* const s = new plugin_state{query_device_count()};
+  if (state_inherited_by_fork().load(std::memory_order_relaxed)) {
+    throw cuda_error{
+      cudaErrorInitializationError,
+      detail::error_message(
+        "allocator_plugin",
+        "this process was forked from one in which rmm-next had initialized CUDA, and a forked "
+        "child cannot use CUDA or the parent's memory; start processes that use CUDA with the "
+        "'spawn' or 'forkserver' start method of multiprocessing, or fork before the first CUDA "
+        "call")};
+  }
+  static plugin_state* const s = [] {
+    auto* const made = new plugin_state{query_device_count()};
+    made_state.store(made, std::memory_order_release);
+    return made;
+  }();
   return *s;
 }
 
@@ -201,11 +225,33 @@ plugin_state& state()
 
 // ---- Logging and tracking -------------------------------------------------------------------
 
+namespace {
+
+/** @brief The tracing once made (read by the fork handler, which must not make it). */
+std::atomic<tracing*> made_tracing{nullptr};
+
+/**
+ * @brief The child's side of `fork()`, run in the child's only thread before `fork` returns there.
+ * The parent's state is left untouched and unused; the child starts untraced.
+ */
+void after_fork_in_child() noexcept
+{
+  if (made_state.load(std::memory_order_acquire) != nullptr) {
+    state_inherited_by_fork().store(true, std::memory_order_relaxed);
+  }
+  if (tracing* const t = made_tracing.load(std::memory_order_acquire)) { t->forget_after_fork(); }
+}
+
+[[maybe_unused]] int const fork_handler = pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+
+}  // namespace
+
 tracing& tracing_state()
 {
   static tracing* const t = [] {
     auto* made = new tracing;  // never destroyed, like the state
     made->apply_environment();
+    made_tracing.store(made, std::memory_order_release);
     return made;
   }();
   return *t;
