@@ -313,6 +313,21 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
   return ptr;
 }
 
+/**
+ * @brief A size PyTorch passed (`ssize_t`) as bytes.
+ * @throws std::invalid_argument naming `call` for a negative size, which PyTorch never passes.
+ */
+std::size_t torch_bytes(ssize_t size, char const* call)
+{
+  if (size < 0) {
+    detail::throw_error<std::invalid_argument>("allocator_plugin",
+                                               std::string{call} + " was given a negative size (" +
+                                                 std::to_string(size) +
+                                                 " bytes); pass the number of bytes");
+  }
+  return static_cast<std::size_t>(size);
+}
+
 /** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
 void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
 {
@@ -504,17 +519,18 @@ RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr, size_t size, int device, cud
 RMM_NEXT_EXPORT void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream)
 {
   return guarded<void*>(nullptr, [&]() -> void* {
-    if (size <= 0) { return nullptr; }
     return rmm_next::plugin::allocate(
-      source::torch, static_cast<std::size_t>(size), device, stream);
+      source::torch, rmm_next::plugin::torch_bytes(size, "rmm_next_torch_alloc"), device, stream);
   });
 }
 
 RMM_NEXT_EXPORT void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
 {
   guarded(0, [&] {
-    rmm_next::plugin::deallocate(
-      source::torch, ptr, static_cast<std::size_t>(size), device, stream);
+    if (ptr == nullptr) { return 0; }
+    // A negative size would corrupt the counts: such a free is refused, the memory not freed.
+    std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_torch_free");
+    rmm_next::plugin::deallocate(source::torch, ptr, bytes, device, stream);
     return 0;
   });
 }
@@ -540,7 +556,12 @@ RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
                                                    cudaStream_t /*stream*/)
 {
   return guarded<void*>(nullptr, [&]() -> void* {
-    if (size <= 0) { return nullptr; }
+    if (rmm_next::plugin::torch_bytes(size, "rmm_next_torch_segment_alloc") == 0) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin",
+        "rmm_next_torch_segment_alloc was given a size of 0 bytes; a segment needs a positive "
+        "size");
+    }
     // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
     rmm_next::detail::relaxed_capture_mode const relaxed;
     auto& st                  = state();
