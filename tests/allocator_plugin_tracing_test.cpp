@@ -317,6 +317,45 @@ TEST_F(Tracing, PoolAttributesAreThoseOfThePoolServingTheDevice)
   rmm_next_deallocate(p, 1000, 0, nullptr);
 }
 
+// ---- A second context of the device ----------------------------------------------------------
+
+// The calling thread's current context is a second context of device 1 (cuCtxCreate), not its
+// primary one. A segment comes from device 1's resource and is traced on device 1; the streams
+// the plugin makes for itself then (the segments' stream, the pool's) belong to the primary
+// context, which outlives the caller's; and the caller's context is current again afterwards.
+TEST_F(Tracing, ASegmentFromASecondContextIsTheDevicesAndItsStreamsThePrimaryContexts)
+{
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0) << rmm_next_last_error();
+  std::size_t const streams_before = fake::fake().streams.size();
+  fake::fake().current_device      = 1;
+  fake::fake().second_context      = true;
+  constexpr std::size_t size       = std::size_t{2} << 20;
+  void* const segment              = rmm_next_torch_segment_alloc(size, -1, nullptr);
+  bool const still_second          = fake::fake().second_context;
+  int const still_device           = fake::fake().current_device;
+  fake::fake().current_device      = 0;
+  fake::fake().second_context      = false;
+  ASSERT_NE(segment, nullptr) << rmm_next_last_error();
+  EXPECT_TRUE(still_second);
+  EXPECT_EQ(still_device, 1);
+  std::vector<rmm_next_allocation> const on_one = outstanding(1);
+  ASSERT_EQ(on_one.size(), 1U);
+  EXPECT_EQ(on_one[0].ptr, segment);
+  EXPECT_EQ(on_one[0].size, size);
+  EXPECT_EQ(on_one[0].device, 1);
+  ASSERT_GT(fake::fake().streams.size(), streams_before);  // at least the segments' stream
+  for (std::size_t i = streams_before; i < fake::fake().streams.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(fake::fake().streams[i]->device, 1);
+    EXPECT_FALSE(fake::fake().streams[i]->second_context);
+  }
+  rmm_next_statistics s{};
+  ASSERT_EQ(rmm_next_get_statistics(1, &s), 0) << rmm_next_last_error();
+  EXPECT_EQ(s.allocated_bytes, size);
+  rmm_next_torch_free(segment, static_cast<ssize_t>(size), 1, nullptr);
+  EXPECT_TRUE(outstanding(-1).empty());
+}
+
 // ---- Fork -----------------------------------------------------------------------------------
 
 /**

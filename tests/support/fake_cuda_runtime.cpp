@@ -85,12 +85,21 @@ cudaMemPool_t driver_pool(cudaMemLocation const* location, cudaMemAllocationType
   return pools[key] = add_pool(*location, type, false);
 }
 
-// ---- Driver entry points: the context of device d is the address d + 1 ------------------------
+// ---- Driver entry points: the primary context of device d is the address d + 1, its second
+// context (see `state::second_context`) the address second_context_base + d --------------------
+
+constexpr std::uintptr_t second_context_base = 0x1000;
+
+CUcontext context_of(int device, bool second)
+{
+  return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device) +
+                                     (second ? second_context_base : 1));
+}
 
 CUresult ctx_get_current(CUcontext* context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
-  *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(fake().current_device + 1));
+  *context = context_of(fake().current_device, fake().second_context);
   return CUDA_SUCCESS;
 }
 
@@ -98,7 +107,10 @@ CUresult ctx_set_current(CUcontext context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   if (context != nullptr) {
-    fake().current_device = static_cast<int>(reinterpret_cast<std::uintptr_t>(context)) - 1;
+    auto const address    = reinterpret_cast<std::uintptr_t>(context);
+    bool const second     = address >= second_context_base;
+    fake().second_context = second;
+    fake().current_device = static_cast<int>(address - (second ? second_context_base : 1));
   }
   return CUDA_SUCCESS;
 }
@@ -122,8 +134,8 @@ CUresult stream_get_ctx(CUstream stream, CUcontext* context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
-  int const device       = s != nullptr ? s->device : fake().current_device;
-  *context               = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
+  *context               = s != nullptr ? context_of(s->device, s->second_context)
+                                        : context_of(fake().current_device, fake().second_context);
   return CUDA_SUCCESS;
 }
 
@@ -479,6 +491,7 @@ cudaError_t cudaSetDevice(int device)
   if (fc::forked_child) { return cudaErrorInitializationError; }
   if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
   fc::fake().current_device = device;
+  fc::fake().second_context = false;  // the runtime binds the device's primary context
   return cudaSuccess;
 }
 
@@ -648,6 +661,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int /*flags
     return s;
   }
   *stream = fc::make_stream(fc::fake().current_device);
+  reinterpret_cast<fc::stream_record*>(*stream)->second_context = fc::fake().second_context;
   return cudaSuccess;
 }
 

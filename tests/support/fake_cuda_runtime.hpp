@@ -38,6 +38,7 @@ struct pool_record {
 
 struct stream_record {
   int device{};
+  bool second_context{false};  ///< made while the device's second context was current
   bool destroyed{false};
 };
 
@@ -87,6 +88,9 @@ struct state {
   event_log events;
   int device_count{2};
   int current_device{0};
+  /// The current context is a second context of `current_device` (as `cuCtxCreate` makes), not
+  /// its primary one. `cuCtxSetCurrent` and `cudaSetDevice` (which binds the primary) change it.
+  bool second_context{false};
   std::vector<std::unique_ptr<pool_record>> pools;
   std::vector<std::unique_ptr<stream_record>> streams;
   std::map<std::string, cudaError_t> fail_next;  ///< call name -> error its next call returns
