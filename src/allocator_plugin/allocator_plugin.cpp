@@ -329,9 +329,9 @@ std::size_t torch_bytes(ssize_t size, char const* call)
 }
 
 /** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
-void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
+void free_now(plugin_state& st, pending_free const& f, capture_state own) noexcept
 {
-  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, capturing); }
+  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, own); }
   tracing_state().deallocate(f.device, f.stream, f.ptr, f.bytes, alignment);
   if (counts_ref const counts = local_counts(st.counters, f.device)) {
     bump(counts->deallocations);
@@ -345,7 +345,7 @@ void release_deferred(plugin_state& st) noexcept
 {
   if (st.deferred.count() == 0) { return; }
   for (pending_free const& f : st.deferred.take_ready()) {
-    free_now(st, f, false);
+    free_now(st, f, capture_state{});
   }
 }
 
@@ -355,7 +355,7 @@ void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStrea
   plugin_state& st = state();
   device           = st.resolve(device);
   release_deferred(st);
-  pending_free const f{ptr, bytes, device, stream, from};
+  pending_free f{ptr, bytes, device, stream, from};
   capture_state const c                         = capture_of(stream);
   std::optional<unsigned long long> const graph = st.graph_allocations.take(ptr);
   if (c.capturing && !(graph && *graph == c.id)) {
@@ -363,7 +363,17 @@ void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStrea
     st.deferred.push(f);
     return;
   }
-  free_now(st, f, c.capturing);
+  if (!c.capturing) {
+    // A recorded stream that another thread captures cannot be waited on until that capture ends.
+    f.captured_user = st.recorded_streams.inspect(ptr, [&](std::vector<cudaStream_t> const& users) {
+      return user_captured_elsewhere(users, stream, c);
+    });
+    if (f.captured_user != nullptr) {
+      st.deferred.push(f);
+      return;
+    }
+  }
+  free_now(st, f, c);
 }
 
 }  // namespace

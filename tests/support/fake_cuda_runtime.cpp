@@ -692,15 +692,25 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode)
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
+namespace {
+/** @brief The id of the capture `stream` takes part in (`stream_record::capture_id`), or 0. */
+unsigned long long capture_id_of(cudaStream_t stream)
+{
+  fc::stream_record const* s = fc::stream_of(stream);
+  return s != nullptr ? s->capture_id : 0;
+}
+}  // namespace
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  *status = cudaStreamCaptureStatusNone;
+  *status =
+    capture_id_of(stream) != 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 
 #if CUDART_VERSION >= 13000
-cudaError_t cudaStreamGetCaptureInfo(cudaStream_t,
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      cudaStreamCaptureStatus* status,
                                      unsigned long long* id,
                                      cudaGraph_t* graph,
@@ -709,8 +719,9 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t,
                                      size_t* count)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  *status = cudaStreamCaptureStatusNone;
-  if (id != nullptr) { *id = 0; }
+  unsigned long long const capture = capture_id_of(stream);
+  *status = capture != 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  if (id != nullptr) { *id = capture; }
   if (graph != nullptr) { *graph = nullptr; }
   if (dependencies != nullptr) { *dependencies = nullptr; }
   if (edges != nullptr) { *edges = nullptr; }
@@ -734,15 +745,17 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t)
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t stream)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  if (auto* s = const_cast<fc::stream_record*>(fc::stream_of(stream))) { ++s->events_recorded; }
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int)
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t, unsigned int)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  if (auto* s = const_cast<fc::stream_record*>(fc::stream_of(stream))) { ++s->event_waits; }
   return cudaSuccess;
 }
 

@@ -40,6 +40,9 @@ struct stream_record {
   int device{};
   bool second_context{false};  ///< made while the device's second context was current
   bool destroyed{false};
+  unsigned long long capture_id{0};  ///< nonzero: captured, as the capture queries then say
+  int events_recorded{0};            ///< cudaEventRecord calls on the stream
+  int event_waits{0};                ///< cudaStreamWaitEvent calls of the stream
 };
 
 /** @brief A physical allocation of the fake driver's cuMemCreate (its handle is its index + 1). */
