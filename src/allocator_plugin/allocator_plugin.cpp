@@ -407,6 +407,7 @@ RMM_NEXT_EXPORT int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t
         "allocator_plugin", "rmm_next_mem_get_info was given a null output pointer");
     }
     device = state().resolve(device);
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     rmm_next::detail::device_guard const on_device{device};
     if (cudaError_t const s = cudaMemGetInfo(free_bytes, total_bytes); s != cudaSuccess) {
       rmm_next::detail::throw_cuda_error(s, "cudaMemGetInfo", "allocator_plugin");
@@ -661,6 +662,9 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
       rmm_next::detail::throw_error<std::invalid_argument>(
         "allocator_plugin", "rmm_next_get_statistics was given a null output pointer");
     }
+    // Relaxed: statistics are read while another thread may capture a graph in global mode, which
+    // a refused query would invalidate. Nothing here is stream work a capture could record.
+    rmm_next::detail::relaxed_capture_mode const relaxed;
     auto& st = state();
     device   = st.resolve(device);
     rmm_next::plugin::release_deferred(st);  // what a capture that has ended held back
@@ -716,6 +720,7 @@ RMM_NEXT_EXPORT int rmm_next_get_pool_attribute(int device, int attribute, uint6
       rmm_next::detail::throw_error<std::invalid_argument>(
         "allocator_plugin", "rmm_next_get_pool_attribute was given a null output pointer");
     }
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st                            = state();
     device                              = st.resolve(device);
     rmm_next::plugin::device_slot& slot = st.slot(device);
@@ -786,6 +791,7 @@ RMM_NEXT_EXPORT int rmm_next_set_tracking(int enabled, int stack_traces)
 RMM_NEXT_EXPORT int rmm_next_reset_peak_statistics(int device)
 {
   return guarded(-1, [&] {
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st = state();
     device   = st.resolve(device);
     st.peaks[static_cast<std::size_t>(device)].reset();
