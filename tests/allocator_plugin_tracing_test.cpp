@@ -9,6 +9,7 @@
 // tests run in a second registration of this program, with RMM_NEXT_LOG and RMM_NEXT_TRACK set.
 
 #include "support/fake_cuda_runtime.hpp"
+#include "support/plugin_outstanding.hpp"
 
 #include "replay/log_parser.hpp"
 
@@ -43,7 +44,8 @@
 
 namespace {
 
-namespace fake   = rmm_next::test::fake_cuda;
+namespace fake = rmm_next::test::fake_cuda;
+using rmm_next::test::outstanding;
 namespace replay = rmm_next_bench::replay;
 
 std::uintptr_t bits(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -71,17 +73,6 @@ class Tracing : public ::testing::Test {
     return (std::filesystem::temp_directory_path() /
             (std::string{name} + "." + std::to_string(::getpid()) + ".csv"))
       .string();
-  }
-
-  static std::vector<rmm_next_allocation> outstanding(int device)
-  {
-    std::int64_t const n = rmm_next_outstanding(device);
-    EXPECT_GE(n, 0) << rmm_next_last_error();
-    std::vector<rmm_next_allocation> list(static_cast<std::size_t>(n < 0 ? 0 : n));
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      EXPECT_EQ(rmm_next_outstanding_entry(i, &list[i]), 0) << rmm_next_last_error();
-    }
-    return list;
   }
 };
 
