@@ -159,13 +159,16 @@ class plugin_state {
     return static_cast<std::int64_t>(t.bytes_allocated - t.bytes_freed);
   }
 
-  /** @brief A stream of the plugin's own on `device` (made on first use), never captured. */
-  cudaStream_t segment_stream(int device)
+  /**
+   * @brief A stream of the plugin's own on `device` (made on first use), never captured; it
+   * belongs to the device's primary context, whatever context its first caller had current.
+   */
+  detail::owned_stream const& segment_stream(int device)
   {
     std::lock_guard lock{segment_streams_mutex_};
     auto& stream = segment_streams_[static_cast<std::size_t>(device)];
     if (!stream) { stream = std::make_unique<detail::owned_stream>(device, "allocator_plugin"); }
-    return stream->get();
+    return *stream;
   }
 
   int const device_count;
@@ -575,9 +578,13 @@ RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
     }
     // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
     rmm_next::detail::relaxed_capture_mode const relaxed;
-    auto& st                  = state();
-    device                    = st.resolve(device);
-    cudaStream_t const stream = st.segment_stream(device);
+    auto& st                                  = state();
+    device                                    = st.resolve(device);
+    rmm_next::detail::owned_stream const& own = st.segment_stream(device);
+    // In the stream's context (the device's primary one), also for a caller that has another
+    // context of the device current: that context is current again when the call returns.
+    rmm_next::detail::context_scope const in_context{own.context()};
+    cudaStream_t const stream = own.get();
     void* const ptr =
       rmm_next::plugin::allocate(source::torch, static_cast<std::size_t>(size), device, stream);
     if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
