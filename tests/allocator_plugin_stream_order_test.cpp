@@ -7,7 +7,8 @@
 // while captures run, over the fake CUDA runtime (linked into this program, it takes the place of
 // libcudart's functions for the plugin too), whose streams can be marked as captured. A free must
 // never record or wait on a stream that a capture other than its own holds: the driver refuses
-// such a cross-capture dependency, and the refusal invalidates the capture.
+// such a cross-capture dependency, and the refusal invalidates the capture. And the capture mode
+// the plugin's queries run in.
 
 #include "support/fake_cuda_runtime.hpp"
 
@@ -18,6 +19,8 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 namespace {
 
@@ -111,6 +114,39 @@ TEST(RecordedStreams, AFreeDuringACaptureWaitsOnlyForStreamsOfTheSameCapture)
   rmm_next_statistics const s = statistics();
   EXPECT_EQ(s.deferred_frees, 0U);
   EXPECT_EQ(s.allocated_bytes, 0U);
+}
+
+// Statistics may be read (torch.cuda.memory_stats, a monitoring thread) while another thread
+// captures in global mode: every driver query of the plugin's information calls runs in relaxed
+// mode, whatever mode the calling thread has, and the thread's own mode is back afterwards.
+TEST(CaptureModes, TheInformationCallsQueryTheDriverInRelaxedMode)
+{
+  void* p = rmm_next_allocate(bytes, 0, nullptr);  // device 0's resource exists
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  fake::fake().query_modes.clear();
+  rmm_next_statistics s{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
+  std::uint64_t value{};
+  EXPECT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrUsedMemCurrent, &value), 0)
+    << rmm_next_last_error();
+  EXPECT_EQ(rmm_next_reset_peak_statistics(0), 0) << rmm_next_last_error();
+  std::size_t free_bytes{}, total_bytes{};
+  EXPECT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), 0) << rmm_next_last_error();
+  auto const& modes = fake::fake().query_modes;
+  ASSERT_GE(modes.size(), 4U);
+  bool got_info = false, got_set = false;
+  for (auto const& [call, mode] : modes) {
+    SCOPED_TRACE(call);
+    EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed);
+    got_info = got_info || call == "cudaMemGetInfo";
+    got_set  = got_set || call == "cudaMemPoolSetAttribute";
+  }
+  EXPECT_TRUE(got_info);
+  EXPECT_TRUE(got_set);
+  cudaStreamCaptureMode mine = cudaStreamCaptureModeGlobal;  // what the thread had before
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mine), cudaSuccess);
+  EXPECT_EQ(mine, cudaStreamCaptureModeGlobal);
+  rmm_next_deallocate(p, bytes, 0, nullptr);
 }
 
 }  // namespace

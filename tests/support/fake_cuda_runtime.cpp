@@ -56,6 +56,19 @@ cudaError_t injected(char const* name)
 
 bool valid_device(int device) { return device >= 0 && device < fake().device_count; }
 
+/** @brief The calling thread's capture mode (cudaThreadExchangeStreamCaptureMode). */
+cudaStreamCaptureMode& thread_capture_mode()
+{
+  thread_local cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  return mode;
+}
+
+/** @brief Notes that `call` ran in the calling thread's capture mode (`state::query_modes`). */
+void note_query_mode(char const* call)
+{
+  fake().query_modes.emplace_back(call, thread_capture_mode());
+}
+
 stream_record const* stream_of(cudaStream_t stream)
 {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
@@ -603,6 +616,7 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolGetAttribute");
   fc::pool_record const& r = fc::record(pool);
   std::uint64_t v{};
   switch (attr) {
@@ -618,6 +632,7 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolSetAttribute");
   if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) { return s; }
   if (attr == cudaMemPoolAttrReleaseThreshold) {
     std::uint64_t v{};
@@ -687,8 +702,7 @@ cudaError_t cudaDeviceSynchronize()
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
-  std::swap(*mode, current);
+  std::swap(*mode, fc::thread_capture_mode());
   return cudaSuccess;
 }
 
@@ -762,6 +776,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t, unsigned int)
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemGetInfo");
   *free_bytes = *total_bytes = std::size_t{16} << 30;
   return cudaSuccess;
 }
