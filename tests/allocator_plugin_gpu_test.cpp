@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -213,6 +214,27 @@ TEST_F(AllocatorPlugin, SegmentsAreOrdinaryMemoryEvenDuringACapture)
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 }
 
+TEST_F(AllocatorPlugin, ASegmentLargerThanTheDeviceIsNullAndTheNextSegmentWorks)
+{
+  std::size_t free_bytes{}, total_bytes{};
+  ASSERT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), 0) << rmm_next_last_error();
+  rmm_next_statistics const before = statistics();
+  auto const oversized             = static_cast<ssize_t>(total_bytes + (std::size_t{1} << 30));
+  EXPECT_EQ(rmm_next_torch_segment_alloc(oversized, 0, nullptr), nullptr);
+  std::string const message = rmm_next_last_error();
+  EXPECT_NE(message.find("out_of_memory"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(oversized) + " bytes on device 0"), std::string::npos)
+    << message;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(statistics().failed_allocations, before.failed_allocations + 1);
+  constexpr std::size_t size = std::size_t{2} << 20;
+  void* segment              = rmm_next_torch_segment_alloc(size, 0, nullptr);
+  ASSERT_NE(segment, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemset(segment, 0, size), cudaSuccess);
+  rmm_next_torch_free(segment, size, 0, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 TEST_F(AllocatorPlugin, AllocatedBytesHighKeepsThePeakUntilReset)
 {
   rmm_next::test::stream_guard stream;
@@ -384,6 +406,187 @@ TEST_F(AllocatorPlugin, VmmBlocksLieInSegmentsAndOtherOptionsAreRefusedAfterward
   int dummy{};  // host memory: in no segment, refused
   rmm_next_vmm_free(&dummy, 4, 0, stream);
   EXPECT_NE(std::string{rmm_next_last_error()}.find("no segment of device 0"), std::string::npos);
+}
+
+// ---- Captures on another thread, in each mode --------------------------------------------------
+
+constexpr cudaStreamCaptureMode every_mode[] = {
+  cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed};
+
+char const* name_of(cudaStreamCaptureMode mode)
+{
+  switch (mode) {
+    case cudaStreamCaptureModeGlobal: return "global";
+    case cudaStreamCaptureModeThreadLocal: return "thread_local";
+    default: return "relaxed";
+  }
+}
+
+/** @brief What a capture on another thread ended with. */
+struct capture_result {
+  cudaError_t ended{cudaErrorUnknown};     ///< cudaStreamEndCapture
+  cudaError_t replayed{cudaErrorUnknown};  ///< instantiating and launching the graph twice
+  std::size_t alloc_nodes{0};
+  std::size_t free_nodes{0};
+};
+
+/**
+ * @brief Captures `stream` in `mode` on a thread of its own, which runs `captured` inside the
+ * capture; the calling thread runs `meanwhile` while the capture is open. The graph is then
+ * instantiated and launched twice on `stream`.
+ */
+capture_result capture_on_another_thread(cudaStream_t stream,
+                                         cudaStreamCaptureMode mode,
+                                         std::function<void()> const& captured,
+                                         std::function<void()> const& meanwhile)
+{
+  std::mutex m;
+  std::condition_variable cv;
+  int phase          = 0;  // 1: the capture is open; 2: the calling thread is done
+  auto const advance = [&](int to) {
+    std::lock_guard lock{m};
+    phase = to;
+    cv.notify_all();
+  };
+  auto const wait_for = [&](int at) {
+    std::unique_lock lock{m};
+    cv.wait(lock, [&] { return phase >= at; });
+  };
+  capture_result r;
+  cudaGraph_t graph{};
+  std::thread capturer{[&] {
+    if (cudaStreamBeginCapture(stream, mode) == cudaSuccess) { captured(); }
+    advance(1);
+    wait_for(2);
+    r.ended = cudaStreamEndCapture(stream, &graph);
+  }};
+  wait_for(1);
+  meanwhile();
+  advance(2);
+  capturer.join();
+  (void)cudaGetLastError();
+  if (graph == nullptr) { return r; }
+  std::size_t count = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &count) == cudaSuccess && count > 0) {
+    std::vector<cudaGraphNode_t> nodes(count);
+    (void)cudaGraphGetNodes(graph, nodes.data(), &count);
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      (void)cudaGraphNodeGetType(node, &type);
+      r.alloc_nodes += type == cudaGraphNodeTypeMemAlloc ? 1 : 0;
+      r.free_nodes += type == cudaGraphNodeTypeMemFree ? 1 : 0;
+    }
+  }
+  cudaGraphExec_t exec{};
+  r.replayed = cudaGraphInstantiate(&exec, graph, 0);
+  for (int i = 0; i < 2 && r.replayed == cudaSuccess; ++i) {
+    r.replayed = cudaGraphLaunch(exec, stream);
+  }
+  if (r.replayed == cudaSuccess) { r.replayed = cudaStreamSynchronize(stream); }
+  if (exec != nullptr) { (void)cudaGraphExecDestroy(exec); }
+  (void)cudaGraphDestroy(graph);
+  return r;
+}
+
+/** @brief A PyTorch block (written, then freed) and a CuPy block, allocated and freed on `stream`.
+ */
+void torch_and_cupy_round_trip(cudaStream_t stream)
+{
+  constexpr std::size_t bytes = std::size_t{1} << 16;
+  void* t                     = rmm_next_torch_alloc(bytes, 0, stream);
+  EXPECT_NE(t, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemsetAsync(t, 0, bytes, stream), cudaSuccess);
+  rmm_next_torch_free(t, bytes, 0, stream);
+  void* c = rmm_next_cupy_malloc(stream, 8192, 0);
+  EXPECT_NE(c, nullptr) << rmm_next_last_error();
+  rmm_next_cupy_free(stream, c, 0);
+}
+
+// Another thread captures; this thread allocates and frees through every entry point on streams
+// that are not captured (a stream of its own, Numba's legacy default stream, the plugin's segment
+// stream) and frees a block recorded on the captured stream before the capture began. None of it
+// may touch the capture: it ends, and its graph replays. The recorded block's free waits for the
+// capture to end (a wait on the captured stream would cross the capture's boundary).
+TEST_F(AllocatorPlugin, CallsOnOtherStreamsLeaveAnotherThreadsCaptureIntactInEveryMode)
+{
+  rmm_next::test::stream_guard own;
+  rmm_next::test::stream_guard captured;
+  void* target = rmm_next_torch_alloc(4096, 0, captured);  // what the graph writes
+  ASSERT_NE(target, nullptr) << rmm_next_last_error();
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    constexpr std::size_t recorded_bytes = std::size_t{1} << 20;
+    void* recorded                       = rmm_next_torch_alloc(recorded_bytes, 0, own);
+    ASSERT_NE(recorded, nullptr) << rmm_next_last_error();
+    ASSERT_EQ(cudaStreamSynchronize(own), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(recorded, 1, recorded_bytes, captured), cudaSuccess);
+    rmm_next_torch_record_stream(recorded, captured);  // used on the captured stream before
+    std::uint64_t deferred_during = 0;
+    capture_result const r        = capture_on_another_thread(
+      captured,
+      mode,
+      [&] { (void)cudaMemsetAsync(target, 2, 4096, captured); },
+      [&] {
+        torch_and_cupy_round_trip(own);
+        void* n = rmm_next_numba_alloc(4096, 0);  // the legacy default stream
+        EXPECT_NE(n, nullptr) << rmm_next_last_error();
+        rmm_next_numba_free(n, 4096, 0);
+        void* o = rmm_next_allocate(4096, 0, own);
+        EXPECT_NE(o, nullptr) << rmm_next_last_error();
+        rmm_next_deallocate(o, 4096, 0, own);
+        void* seg = rmm_next_torch_segment_alloc(std::size_t{2} << 20, 0, own);
+        EXPECT_NE(seg, nullptr) << rmm_next_last_error();
+        rmm_next_torch_free(seg, std::size_t{2} << 20, 0, own);
+        rmm_next_torch_free(recorded, recorded_bytes, 0, own);
+        deferred_during = statistics().deferred_frees;
+      });
+    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
+    EXPECT_EQ(r.replayed, cudaSuccess) << cudaGetErrorName(r.replayed);
+    EXPECT_EQ(deferred_during, 1U);  // the recorded block, until the capture ended
+    rmm_next_statistics const after = statistics();
+    EXPECT_EQ(after.deferred_frees, 0U);
+    EXPECT_EQ(after.allocated_bytes, 4096U);  // only the target is live
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  rmm_next_torch_free(target, 4096, 0, captured);
+  EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
+}
+
+// The capturing thread itself calls the plugin on the captured stream, in each mode: allocations
+// become graph memory nodes and their frees free nodes; a segment is ordinary memory, never a
+// node; a free of memory from before the capture waits for its end (docs/python.md, Streams).
+TEST_F(AllocatorPlugin, CallsOnTheCapturedStreamBecomeNodesOrWaitInEveryMode)
+{
+  rmm_next::test::stream_guard captured;
+  constexpr std::size_t segment_bytes = std::size_t{2} << 20;
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    void* before = rmm_next_torch_alloc(1 << 20, 0, captured);
+    ASSERT_NE(before, nullptr) << rmm_next_last_error();
+    ASSERT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
+    void* segment          = nullptr;
+    capture_result const r = capture_on_another_thread(
+      captured,
+      mode,
+      [&] {
+        torch_and_cupy_round_trip(captured);  // two allocation nodes, two free nodes
+        segment = rmm_next_torch_segment_alloc(segment_bytes, 0, captured);
+        EXPECT_NE(segment, nullptr) << rmm_next_last_error();
+        rmm_next_torch_free(before, 1 << 20, 0, captured);  // not the capture's: held back
+      },
+      [] {});
+    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
+    EXPECT_EQ(r.replayed, cudaSuccess) << cudaGetErrorName(r.replayed);
+    EXPECT_EQ(r.alloc_nodes, 2U);
+    EXPECT_EQ(r.free_nodes, 2U);
+    rmm_next_statistics const after = statistics();  // frees what waited for the capture
+    EXPECT_EQ(after.deferred_frees, 0U);
+    EXPECT_EQ(after.allocated_bytes, segment_bytes);
+    ASSERT_NE(segment, nullptr);
+    EXPECT_EQ(cudaMemset(segment, 1, segment_bytes), cudaSuccess);  // ready, on any stream
+    rmm_next_torch_free(segment, segment_bytes, 0, captured);
+    EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
+  }
 }
 
 }  // namespace

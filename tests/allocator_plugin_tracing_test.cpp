@@ -9,6 +9,7 @@
 // tests run in a second registration of this program, with RMM_NEXT_LOG and RMM_NEXT_TRACK set.
 
 #include "support/fake_cuda_runtime.hpp"
+#include "support/plugin_outstanding.hpp"
 
 #include "replay/log_parser.hpp"
 
@@ -18,13 +19,24 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 #include <thread>
@@ -32,7 +44,8 @@
 
 namespace {
 
-namespace fake   = rmm_next::test::fake_cuda;
+namespace fake = rmm_next::test::fake_cuda;
+using rmm_next::test::outstanding;
 namespace replay = rmm_next_bench::replay;
 
 std::uintptr_t bits(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
@@ -60,17 +73,6 @@ class Tracing : public ::testing::Test {
     return (std::filesystem::temp_directory_path() /
             (std::string{name} + "." + std::to_string(::getpid()) + ".csv"))
       .string();
-  }
-
-  static std::vector<rmm_next_allocation> outstanding(int device)
-  {
-    std::int64_t const n = rmm_next_outstanding(device);
-    EXPECT_GE(n, 0) << rmm_next_last_error();
-    std::vector<rmm_next_allocation> list(static_cast<std::size_t>(n < 0 ? 0 : n));
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      EXPECT_EQ(rmm_next_outstanding_entry(i, &list[i]), 0) << rmm_next_last_error();
-    }
-    return list;
   }
 };
 
@@ -304,6 +306,213 @@ TEST_F(Tracing, PoolAttributesAreThoseOfThePoolServingTheDevice)
   EXPECT_NE(std::string{rmm_next_last_error()}.find("device id 5 is out of range"),
             std::string::npos);
   rmm_next_deallocate(p, 1000, 0, nullptr);
+}
+
+// ---- A second context of the device ----------------------------------------------------------
+
+// The calling thread's current context is a second context of device 1 (cuCtxCreate), not its
+// primary one. A segment comes from device 1's resource and is traced on device 1; the streams
+// the plugin makes for itself then (the segments' stream, the pool's) belong to the primary
+// context, which outlives the caller's; and the caller's context is current again afterwards.
+TEST_F(Tracing, ASegmentFromASecondContextIsTheDevicesAndItsStreamsThePrimaryContexts)
+{
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0) << rmm_next_last_error();
+  std::size_t const streams_before = fake::fake().streams.size();
+  fake::fake().current_device      = 1;
+  fake::fake().second_context      = true;
+  constexpr std::size_t size       = std::size_t{2} << 20;
+  void* const segment              = rmm_next_torch_segment_alloc(size, -1, nullptr);
+  bool const still_second          = fake::fake().second_context;
+  int const still_device           = fake::fake().current_device;
+  fake::fake().current_device      = 0;
+  fake::fake().second_context      = false;
+  ASSERT_NE(segment, nullptr) << rmm_next_last_error();
+  EXPECT_TRUE(still_second);
+  EXPECT_EQ(still_device, 1);
+  std::vector<rmm_next_allocation> const on_one = outstanding(1);
+  ASSERT_EQ(on_one.size(), 1U);
+  EXPECT_EQ(on_one[0].ptr, segment);
+  EXPECT_EQ(on_one[0].size, size);
+  EXPECT_EQ(on_one[0].device, 1);
+  ASSERT_GT(fake::fake().streams.size(), streams_before);  // at least the segments' stream
+  for (std::size_t i = streams_before; i < fake::fake().streams.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(fake::fake().streams[i]->device, 1);
+    EXPECT_FALSE(fake::fake().streams[i]->second_context);
+  }
+  rmm_next_statistics s{};
+  ASSERT_EQ(rmm_next_get_statistics(1, &s), 0) << rmm_next_last_error();
+  EXPECT_EQ(s.allocated_bytes, size);
+  rmm_next_torch_free(segment, static_cast<ssize_t>(size), 1, nullptr);
+  EXPECT_TRUE(outstanding(-1).empty());
+}
+
+// ---- Fork -----------------------------------------------------------------------------------
+
+/**
+ * @brief Runs `child` in a forked child, which then leaves with `std::exit` (so that its exit
+ * handlers, the plugin's log flush among them, run) and the status `child` returned. A child still
+ * running after 10 s is killed by SIGALRM. @return the child's wait status, or -1.
+ */
+int in_forked_child(std::function<int()> const& child)
+{
+  std::fflush(nullptr);  // the child's exit would write the parent's buffered stdio again
+  pid_t const pid = ::fork();
+  if (pid < 0) { return -1; }
+  if (pid == 0) {
+    ::alarm(10);
+    std::exit(child());
+  }
+  int status{};
+  return ::waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
+bool exited_with_zero(int status)
+{
+  return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string describe(int status)
+{
+  if (status == -1) { return "fork or waitpid failed"; }
+  if (WIFSIGNALED(status)) { return "killed by signal " + std::to_string(WTERMSIG(status)); }
+  return "exit status " + std::to_string(WEXITSTATUS(status));
+}
+
+/** @brief The lines of the file at `path`, and how many of them are the log's header. */
+struct line_count {
+  std::size_t lines{0};
+  std::size_t headers{0};
+};
+
+line_count count_lines(std::string const& path)
+{
+  line_count n;
+  std::ifstream in{path};
+  for (std::string line; std::getline(in, line);) {
+    ++n.lines;
+    if (line == "Thread,Time,Action,Pointer,Size,Stream") { ++n.headers; }
+  }
+  return n;
+}
+
+// A forked child holds a copy of the log's buffer. Its exit must not write the parent's lines:
+// after both have exited the log holds each call once.
+TEST_F(Tracing, AForkedChildsExitWritesNoneOfTheParentsBufferedLines)
+{
+  std::string const path = temp_path("plugin_fork");
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0) << rmm_next_last_error();
+  std::vector<void*> live;
+  for (std::size_t i = 0; i < 3; ++i) {
+    live.push_back(rmm_next_allocate(1000 + i, 0, nullptr));
+    ASSERT_NE(live.back(), nullptr) << rmm_next_last_error();
+  }
+  rmm_next_deallocate(live[0], 1000, 0, nullptr);
+  rmm_next_deallocate(live[1], 1001, 0, nullptr);  // 5 lines buffered, none written yet
+  int const status = in_forked_child([] { return 0; });
+  EXPECT_TRUE(exited_with_zero(status)) << describe(status);
+  rmm_next_deallocate(live[2], 1002, 0, nullptr);
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  line_count const n = count_lines(path);
+  EXPECT_EQ(n.headers, 1U) << std::ifstream{path}.rdbuf();
+  EXPECT_EQ(n.lines, 1U + 6U) << std::ifstream{path}.rdbuf();
+  EXPECT_EQ(replay::parse_log_file(path).size(), 6U);
+  std::filesystem::remove(path);
+}
+
+// What a child forked after the plugin used CUDA sees: no log and no tracking (the parent's stay
+// the parent's), a clear error from every call that needs CUDA, and a log of its own if it opens
+// one.
+TEST_F(Tracing, AForkedChildStartsUntracedAndCannotAllocate)
+{
+  std::string const path       = temp_path("plugin_fork_parent");
+  std::string const child_path = temp_path("plugin_fork_child");
+  ASSERT_EQ(rmm_next_set_tracking(1, 0), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_set_log(path.c_str()), 0) << rmm_next_last_error();
+  void* const p = rmm_next_allocate(4096, 0, nullptr);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  int const status = in_forked_child([&child_path, p] {
+    int failed = 0;
+    int logging{1}, tracking{1};
+    if (rmm_next_get_tracing(&logging, &tracking) != 0 || logging != 0 || tracking != 0) {
+      failed |= 1;
+    }
+    if (rmm_next_outstanding(-1) != -1) { failed |= 2; }
+    if (rmm_next_allocate(256, 0, nullptr) != nullptr ||
+        std::string{rmm_next_last_error()}.find("forked") == std::string::npos) {
+      std::fprintf(stderr, "child: %s\n", rmm_next_last_error());
+      failed |= 4;
+    }
+    rmm_next_statistics stats{};
+    if (rmm_next_get_statistics(0, &stats) != -1 || rmm_next_release_unused(-1) != -1) {
+      failed |= 8;
+    }
+    if (rmm_next_set_log(child_path.c_str()) != 0 || rmm_next_flush_log() != 1) { failed |= 16; }
+    rmm_next_deallocate(p, 4096, 0, nullptr);  // the parent's memory: refused, not freed
+    return failed;
+  });
+  EXPECT_TRUE(exited_with_zero(status)) << describe(status);
+  // The parent's tracking and log went on; the child's log holds its header only.
+  std::vector<rmm_next_allocation> const live = outstanding(-1);
+  ASSERT_EQ(live.size(), 1U);
+  EXPECT_EQ(live[0].ptr, p);
+  rmm_next_deallocate(p, 4096, 0, nullptr);
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  EXPECT_EQ(count_lines(path).lines, 1U + 2U) << std::ifstream{path}.rdbuf();
+  EXPECT_EQ(count_lines(child_path).lines, 1U) << std::ifstream{child_path}.rdbuf();
+  std::filesystem::remove(path);
+  std::filesystem::remove(child_path);
+}
+
+// Another thread of the parent is inside the log at the fork, holding its lock: its write to a
+// pipe nobody reads blocks. The child's exit must not wait for that lock (the thread does not
+// exist in the child); the parent's log then loses no line.
+TEST_F(Tracing, AForkedChildExitsWhileAnotherThreadHeldTheLog)
+{
+  std::string const fifo = temp_path("plugin_fork_fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  int const reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // the log's open then succeeds
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  ASSERT_EQ(rmm_next_set_log(fifo.c_str()), 0) << rmm_next_last_error();
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> calls{0};
+  std::thread writer{[&] {
+    while (!stop.load()) {
+      void* p = rmm_next_allocate(256, 0, nullptr);
+      rmm_next_deallocate(p, 256, 0, nullptr);
+      calls.fetch_add(1);
+    }
+  }};
+  // The pipe is full and the writer has made no call for 200 ms: it is blocked in the log's write.
+  auto const deadline = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  for (std::size_t seen = 0;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    int queued{};
+    ASSERT_EQ(::ioctl(reader, FIONREAD, &queued), 0);
+    std::size_t const now = calls.load();
+    if (queued > 0 && now == seen) { break; }
+    seen = now;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the log's write never blocked";
+  }
+  int const status = in_forked_child([] { return 0; });
+  EXPECT_TRUE(exited_with_zero(status)) << describe(status);
+  // Drain the pipe until the log is closed, and count its lines.
+  ASSERT_EQ(::fcntl(reader, F_SETFL, 0), 0);
+  std::size_t newlines = 0;
+  std::thread drain{[&] {
+    char chunk[1 << 16];
+    for (ssize_t got; (got = ::read(reader, chunk, sizeof(chunk))) > 0;) {
+      newlines += static_cast<std::size_t>(std::count(chunk, chunk + got, '\n'));
+    }
+  }};
+  stop.store(true);
+  writer.join();
+  ASSERT_EQ(rmm_next_set_log(nullptr), 0);
+  drain.join();
+  ::close(reader);
+  EXPECT_EQ(newlines, 1U + 2U * calls.load());
+  std::filesystem::remove(fifo);
 }
 
 // Run with RMM_NEXT_LOG=<path> RMM_NEXT_TRACK=1 (the second CTest registration).

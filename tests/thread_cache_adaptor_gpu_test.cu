@@ -10,6 +10,7 @@
 // (iterations per thread, default 3000; fewer under compute-sanitizer).
 
 #include "support/kernels.cuh"
+#include "support/second_context.hpp"
 #include "support/stream_guard.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
@@ -48,6 +49,7 @@ using rmm_next::test::block_size;
 using rmm_next::test::count_mismatches_kernel;
 using rmm_next::test::fill_kernel;
 using rmm_next::test::grid_for;
+using rmm_next::test::second_context;
 using rmm_next::test::stream_guard;
 using word = std::uint32_t;
 
@@ -360,54 +362,6 @@ TEST(ThreadCacheAdaptorGpu, AFlushWhileAnotherThreadCapturesLosesNoBlock)
 }
 
 // ---- Releases from another context, and captures on other threads ----------------------------
-
-/** A second context of device 0 (cuCtxCreate), destroyed with the object. */
-class second_context {
- public:
-  second_context()
-  {
-    void* create{};
-    void* destroy{};
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 13000
-    using create_fn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
-    EXPECT_EQ(
-      cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 13000, cudaEnableDefault, &found),
-      cudaSuccess);
-#else
-    using create_fn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
-    EXPECT_EQ(
-      cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 3020, cudaEnableDefault, &found),
-      cudaSuccess);
-#endif
-    EXPECT_EQ(
-      cudaGetDriverEntryPointByVersion("cuCtxDestroy", &destroy, 4000, cudaEnableDefault, &found),
-      cudaSuccess);
-    destroy_ = reinterpret_cast<CUresult (*)(CUcontext)>(destroy);
-    CUcontext saved{};
-    EXPECT_EQ(rmm_next::detail::driver().ctx_get_current(&saved), CUDA_SUCCESS);
-#if CUDART_VERSION >= 13000
-    EXPECT_EQ(reinterpret_cast<create_fn>(create)(&context_, nullptr, 0, 0), CUDA_SUCCESS);
-#else
-    EXPECT_EQ(reinterpret_cast<create_fn>(create)(&context_, 0, 0), CUDA_SUCCESS);
-#endif
-    (void)rmm_next::detail::driver().ctx_set_current(saved);  // cuCtxCreate made it current
-  }
-  second_context(second_context const&)            = delete;
-  second_context& operator=(second_context const&) = delete;
-  ~second_context()
-  {
-    if (context_ != nullptr) { (void)destroy_(context_); }
-  }
-  void make_current() const
-  {
-    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(context_), CUDA_SUCCESS);
-  }
-
- private:
-  CUcontext context_{};
-  CUresult (*destroy_)(CUcontext){};
-};
 
 CUcontext current_context() { return rmm_next::detail::current_context_or_null(); }
 

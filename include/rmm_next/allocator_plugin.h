@@ -102,11 +102,13 @@ void rmm_next_deallocate(void* ptr, size_t size, int device, cudaStream_t stream
 /* ---- PyTorch: torch.cuda.memory.CUDAPluggableAllocator ------------------------------------- */
 
 /** @brief PyTorch's alloc function: `size` bytes on `device` in the order of `stream`; NULL on
- * failure, which PyTorch reports as its own error. */
+ * failure, which PyTorch reports as its own error. 0 bytes: NULL, not a failure; a negative size
+ * is refused (NULL and a message). */
 void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream);
 
 /** @brief PyTorch's free function: frees on the stream the block was allocated on, after the
- * work already queued on every stream `rmm_next_torch_record_stream` named for it. */
+ * work already queued on every stream `rmm_next_torch_record_stream` named for it. A negative
+ * size is refused: nothing is freed, and `rmm_next_last_error` says why. */
 void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 
 /** @brief PyTorch's record-stream hook (`Tensor.record_stream`): the free of `ptr` will wait for
@@ -119,7 +121,8 @@ void rmm_next_torch_empty_cache(void);
 /** @brief The alloc function for a `torch.cuda.MemPool`, whose segments PyTorch's caching
  * allocator keeps and hands to any stream: `size` bytes on `device`, allocated on a stream of the
  * library's own and complete before it returns, so never part of a stream capture. `stream` is
- * ignored; free with `rmm_next_torch_free`. NULL on failure. */
+ * ignored; free with `rmm_next_torch_free`. NULL on failure, also for a size that is not
+ * positive. */
 void* rmm_next_torch_segment_alloc(ssize_t size, int device, cudaStream_t stream);
 
 /* ---- CuPy: cupy.cuda.memory.CFunctionAllocator ---------------------------------------------- */

@@ -125,6 +125,31 @@ def test_rmm_next_log_in_the_environment_opens_the_log(tmp_path):
     assert path.read_text() == ",".join(HEADER) + "\n"  # written at exit
 
 
+def test_a_forked_child_writes_none_of_the_parents_log_and_starts_untraced(tmp_path):
+    # The child leaves with sys.exit, so the library's atexit flush runs in it too; the parent's
+    # buffered header must still be in the log once.
+    path = tmp_path / "forked.csv"
+    child_log = tmp_path / "child.csv"
+    code = f"""
+import os, sys
+import rmm_next
+rmm_next.configure(log={str(path)!r})
+pid = os.fork()
+if pid == 0:
+    untraced = rmm_next.tracing() == {{"logging": False, "tracking": False}}
+    rmm_next.configure(log={str(child_log)!r})  # a log of its own
+    sys.exit(0 if untraced and rmm_next.tracing()["logging"] else 3)
+_, status = os.waitpid(pid, 0)
+rmm_next.configure(log=None)
+print(os.waitstatus_to_exitcode(status))
+"""
+    out = run_python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0", out.stderr
+    assert path.read_text() == ",".join(HEADER) + "\n"
+    assert child_log.read_text() == ",".join(HEADER) + "\n"
+
+
 def test_bad_environment_values_are_reported_and_ignored(tmp_path):
     missing = tmp_path / "no-such-dir" / "x.csv"
     out = run_python("import rmm_next; print(rmm_next.tracing())",

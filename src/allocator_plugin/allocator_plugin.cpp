@@ -8,6 +8,7 @@
 
 #include "allocation_table.hpp"
 #include "device_choice.hpp"
+#include "fork_state.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
 #include "tracing.hpp"
@@ -27,6 +28,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -161,13 +165,16 @@ class plugin_state {
     return static_cast<std::int64_t>(t.bytes_allocated - t.bytes_freed);
   }
 
-  /** @brief A stream of the plugin's own on `device` (made on first use), never captured. */
-  cudaStream_t segment_stream(int device)
+  /**
+   * @brief A stream of the plugin's own on `device` (made on first use), never captured; it
+   * belongs to the device's primary context, whatever context its first caller had current.
+   */
+  detail::owned_stream const& segment_stream(int device)
   {
     std::lock_guard lock{segment_streams_mutex_};
     auto& stream = segment_streams_[static_cast<std::size_t>(device)];
     if (!stream) { stream = std::make_unique<detail::owned_stream>(device, "allocator_plugin"); }
-    return stream->get();
+    return *stream;
   }
 
   int const device_count;
@@ -197,10 +204,30 @@ class plugin_state {
   std::unique_ptr<vmm_device[]> vmm_;
 };
 
-/** @brief The plugin's state; the first call that finds a driver makes it. */
+/** @brief The state once made (read by the fork handler, which must not make it). */
+std::atomic<plugin_state*> made_state{nullptr};
+
+/**
+ * @brief The plugin's state; the first call that finds a driver makes it.
+ * @throws cuda_error in a child forked after the parent made it (see `state_inherited_by_fork`).
+ */
 plugin_state& state()
 {
-  static plugin_state* const s = new plugin_state{query_device_count()};
+  if (state_inherited_by_fork().load(std::memory_order_relaxed)) {
+    throw cuda_error{
+      cudaErrorInitializationError,
+      detail::error_message(
+        "allocator_plugin",
+        "this process was forked from one in which rmm-next had initialized CUDA, and a forked "
+        "child cannot use CUDA or the parent's memory; start processes that use CUDA with the "
+        "'spawn' or 'forkserver' start method of multiprocessing, or fork before the first CUDA "
+        "call")};
+  }
+  static plugin_state* const s = [] {
+    auto* const made = new plugin_state{query_device_count()};
+    made_state.store(made, std::memory_order_release);
+    return made;
+  }();
   return *s;
 }
 
@@ -208,11 +235,33 @@ plugin_state& state()
 
 // ---- Logging and tracking -------------------------------------------------------------------
 
+namespace {
+
+/** @brief The tracing once made (read by the fork handler, which must not make it). */
+std::atomic<tracing*> made_tracing{nullptr};
+
+/**
+ * @brief The child's side of `fork()`, run in the child's only thread before `fork` returns there.
+ * The parent's state is left untouched and unused; the child starts untraced.
+ */
+void after_fork_in_child() noexcept
+{
+  if (made_state.load(std::memory_order_acquire) != nullptr) {
+    state_inherited_by_fork().store(true, std::memory_order_relaxed);
+  }
+  if (tracing* const t = made_tracing.load(std::memory_order_acquire)) { t->forget_after_fork(); }
+}
+
+[[maybe_unused]] int const fork_handler = pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+
+}  // namespace
+
 tracing& tracing_state()
 {
   static tracing* const t = [] {
     auto* made = new tracing;  // never destroyed, like the state
     made->apply_environment();
+    made_tracing.store(made, std::memory_order_release);
     return made;
   }();
   return *t;
@@ -274,10 +323,25 @@ void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
   return ptr;
 }
 
-/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
-void free_now(plugin_state& st, pending_free const& f, bool capturing) noexcept
+/**
+ * @brief A size PyTorch passed (`ssize_t`) as bytes.
+ * @throws std::invalid_argument naming `call` for a negative size, which PyTorch never passes.
+ */
+std::size_t torch_bytes(ssize_t size, char const* call)
 {
-  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, capturing); }
+  if (size < 0) {
+    detail::throw_error<std::invalid_argument>("allocator_plugin",
+                                               std::string{call} + " was given a negative size (" +
+                                                 std::to_string(size) +
+                                                 " bytes); pass the number of bytes");
+  }
+  return static_cast<std::size_t>(size);
+}
+
+/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
+void free_now(plugin_state& st, pending_free const& f, capture_state own) noexcept
+{
+  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, own); }
   tracing_state().deallocate(f.device, f.stream, f.ptr, f.bytes, alignment);
   if (counts_ref const counts = local_counts(st.counters, f.device)) {
     bump(counts->deallocations);
@@ -291,7 +355,7 @@ void release_deferred(plugin_state& st) noexcept
 {
   if (st.deferred.count() == 0) { return; }
   for (pending_free const& f : st.deferred.take_ready()) {
-    free_now(st, f, false);
+    free_now(st, f, capture_state{});
   }
 }
 
@@ -301,7 +365,7 @@ void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStrea
   plugin_state& st = state();
   device           = st.resolve(device);
   release_deferred(st);
-  pending_free const f{ptr, bytes, device, stream, from};
+  pending_free f{ptr, bytes, device, stream, from};
   capture_state const c                         = capture_of(stream);
   std::optional<unsigned long long> const graph = st.graph_allocations.take(ptr);
   if (c.capturing && !(graph && *graph == c.id)) {
@@ -309,7 +373,17 @@ void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStrea
     st.deferred.push(f);
     return;
   }
-  free_now(st, f, c.capturing);
+  if (!c.capturing) {
+    // A recorded stream that another thread captures cannot be waited on until that capture ends.
+    f.captured_user = st.recorded_streams.inspect(ptr, [&](std::vector<cudaStream_t> const& users) {
+      return user_captured_elsewhere(users, stream, c);
+    });
+    if (f.captured_user != nullptr) {
+      st.deferred.push(f);
+      return;
+    }
+  }
+  free_now(st, f, c);
 }
 
 }  // namespace
@@ -343,6 +417,7 @@ RMM_NEXT_EXPORT int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t
         "allocator_plugin", "rmm_next_mem_get_info was given a null output pointer");
     }
     device = state().resolve(device);
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     rmm_next::detail::device_guard const on_device{device};
     if (cudaError_t const s = cudaMemGetInfo(free_bytes, total_bytes); s != cudaSuccess) {
       rmm_next::detail::throw_cuda_error(s, "cudaMemGetInfo", "allocator_plugin");
@@ -465,17 +540,18 @@ RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr, size_t size, int device, cud
 RMM_NEXT_EXPORT void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream)
 {
   return guarded<void*>(nullptr, [&]() -> void* {
-    if (size <= 0) { return nullptr; }
     return rmm_next::plugin::allocate(
-      source::torch, static_cast<std::size_t>(size), device, stream);
+      source::torch, rmm_next::plugin::torch_bytes(size, "rmm_next_torch_alloc"), device, stream);
   });
 }
 
 RMM_NEXT_EXPORT void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
 {
   guarded(0, [&] {
-    rmm_next::plugin::deallocate(
-      source::torch, ptr, static_cast<std::size_t>(size), device, stream);
+    if (ptr == nullptr) { return 0; }
+    // A negative size would corrupt the counts: such a free is refused, the memory not freed.
+    std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_torch_free");
+    rmm_next::plugin::deallocate(source::torch, ptr, bytes, device, stream);
     return 0;
   });
 }
@@ -501,12 +577,21 @@ RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
                                                    cudaStream_t /*stream*/)
 {
   return guarded<void*>(nullptr, [&]() -> void* {
-    if (size <= 0) { return nullptr; }
+    if (rmm_next::plugin::torch_bytes(size, "rmm_next_torch_segment_alloc") == 0) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin",
+        "rmm_next_torch_segment_alloc was given a size of 0 bytes; a segment needs a positive "
+        "size");
+    }
     // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
     rmm_next::detail::relaxed_capture_mode const relaxed;
-    auto& st                  = state();
-    device                    = st.resolve(device);
-    cudaStream_t const stream = st.segment_stream(device);
+    auto& st                                  = state();
+    device                                    = st.resolve(device);
+    rmm_next::detail::owned_stream const& own = st.segment_stream(device);
+    // In the stream's context (the device's primary one), also for a caller that has another
+    // context of the device current: that context is current again when the call returns.
+    rmm_next::detail::context_scope const in_context{own.context()};
+    cudaStream_t const stream = own.get();
     void* const ptr =
       rmm_next::plugin::allocate(source::torch, static_cast<std::size_t>(size), device, stream);
     if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
@@ -591,6 +676,9 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
       rmm_next::detail::throw_error<std::invalid_argument>(
         "allocator_plugin", "rmm_next_get_statistics was given a null output pointer");
     }
+    // Relaxed: statistics are read while another thread may capture a graph in global mode, which
+    // a refused query would invalidate. Nothing here is stream work a capture could record.
+    rmm_next::detail::relaxed_capture_mode const relaxed;
     auto& st = state();
     device   = st.resolve(device);
     rmm_next::plugin::release_deferred(st);  // what a capture that has ended held back
@@ -646,6 +734,7 @@ RMM_NEXT_EXPORT int rmm_next_get_pool_attribute(int device, int attribute, uint6
       rmm_next::detail::throw_error<std::invalid_argument>(
         "allocator_plugin", "rmm_next_get_pool_attribute was given a null output pointer");
     }
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st                            = state();
     device                              = st.resolve(device);
     rmm_next::plugin::device_slot& slot = st.slot(device);
@@ -716,6 +805,7 @@ RMM_NEXT_EXPORT int rmm_next_set_tracking(int enabled, int stack_traces)
 RMM_NEXT_EXPORT int rmm_next_reset_peak_statistics(int device)
 {
   return guarded(-1, [&] {
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st = state();
     device   = st.resolve(device);
     st.peaks[static_cast<std::size_t>(device)].reset();

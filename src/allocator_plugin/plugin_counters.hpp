@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include "fork_state.hpp"
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -148,7 +150,10 @@ struct thread_block_return {
   ~thread_block_return()
   {
     thread_block& t = this_thread_block;
-    if (t.block != nullptr) { t.registry->release(t.block); }
+    // In a forked child the registry is the parent's: its lock may be held by a thread that does
+    // not exist here, and nothing counts into it any more.
+    bool const inherited = state_inherited_by_fork().load(std::memory_order_relaxed);
+    if (t.block != nullptr && !inherited) { t.registry->release(t.block); }
     t.block    = nullptr;  // no later count writes a block that another thread may now hold
     t.returned = true;
   }

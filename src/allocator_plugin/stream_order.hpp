@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -67,6 +68,16 @@ class rare_pointer_map {
     count_.store(entries_.size(), std::memory_order_relaxed);
   }
 
+  /** @brief `inspect(value)` for the value of `ptr`, or `R{}` when it has none. */
+  template <class Inspect, class R = std::invoke_result_t<Inspect&, Value const&>>
+  R inspect(void* ptr, Inspect&& inspect)
+  {
+    if (count_.load(std::memory_order_relaxed) == 0) { return R{}; }
+    std::lock_guard lock{mutex_};
+    auto const it = entries_.find(ptr);
+    return it == entries_.end() ? R{} : inspect(std::as_const(it->second));
+  }
+
   std::optional<Value> take(void* ptr)
   {
     if (count_.load(std::memory_order_relaxed) == 0) { return std::nullopt; }
@@ -85,7 +96,9 @@ class rare_pointer_map {
   std::atomic<std::size_t> count_{0};
 };
 
-/** @brief A free that reached a capturing stream but names memory the capture did not allocate.
+/**
+ * @brief A free held back: it reached a capturing stream but names memory the capture did not
+ * allocate, or the memory was recorded on a stream that another capture holds.
  */
 struct pending_free {
   void* ptr;
@@ -93,9 +106,27 @@ struct pending_free {
   int device;
   cudaStream_t stream;
   source from;
+  cudaStream_t captured_user{};  ///< a recorded stream whose capture the free waits for, or null
 };
 
-/** @brief Frees held back until their stream's capture has ended. */
+/**
+ * @brief The first of `users` (streams recorded for a block) that a capture other than `own` (that
+ * of the stream freeing the block) holds, or null. Such a stream cannot be waited on now: a wait
+ * would cross that capture's boundary, and the driver's refusal invalidates the capture.
+ */
+inline cudaStream_t user_captured_elsewhere(std::vector<cudaStream_t> const& users,
+                                            cudaStream_t free_stream,
+                                            capture_state own) noexcept
+{
+  for (cudaStream_t const user : users) {
+    if (user == free_stream) { continue; }
+    capture_state const c = capture_of(user);
+    if (c.capturing && !(own.capturing && c.id == own.id)) { return user; }
+  }
+  return nullptr;
+}
+
+/** @brief Frees held back until the captures they wait for have ended. */
 class deferred_frees {
  public:
   void push(pending_free const& f)
@@ -110,7 +141,7 @@ class deferred_frees {
     return count_.load(std::memory_order_relaxed);
   }
 
-  /** @brief Removes and returns the frees whose streams are no longer capturing. */
+  /** @brief Removes and returns the frees whose streams (and captured users) no longer capture. */
   std::vector<pending_free> take_ready() noexcept
   {
     std::vector<pending_free> ready;
@@ -118,7 +149,8 @@ class deferred_frees {
     std::lock_guard lock{mutex_};
     try {
       auto const still = std::stable_partition(pending_.begin(), pending_.end(), [](auto const& f) {
-        return capture_of(f.stream).capturing;
+        return capture_of(f.stream).capturing ||
+               (f.captured_user != nullptr && capture_of(f.captured_user).capturing);
       });
       ready.assign(still, pending_.end());
       pending_.erase(still, pending_.end());
@@ -136,17 +168,21 @@ class deferred_frees {
 
 /**
  * @brief Makes `free_stream` wait for the work queued so far on each of `users`, as PyTorch's
- * `cudaMallocAsync` backend does for recorded streams. During a capture only streams that take
- * part in the same capture can be waited on; the others are skipped. If an event cannot be used
- * (a stream of another device), the user stream is synchronized instead.
+ * `cudaMallocAsync` backend does for recorded streams. During a capture (`own`) only streams that
+ * take part in the same capture can be waited on; the others are skipped, and so is a stream that
+ * another capture holds (outside a capture `user_captured_elsewhere` keeps such frees from coming
+ * here). If an event cannot be used (a stream of another device), the user stream is synchronized
+ * instead.
  */
 inline void wait_for_users(cudaStream_t free_stream,
                            std::vector<cudaStream_t> const& users,
-                           bool capturing) noexcept
+                           capture_state own) noexcept
 {
+  bool const capturing = own.capturing;
   for (cudaStream_t const user : users) {
     if (user == free_stream) { continue; }
-    if (capturing && !capture_of(user).capturing) { continue; }
+    capture_state const c = capture_of(user);
+    if (c.capturing != capturing || (capturing && c.id != own.id)) { continue; }
     cudaEvent_t event{};
     bool waited = cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess &&
                   cudaEventRecord(event, user) == cudaSuccess &&

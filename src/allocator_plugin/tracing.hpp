@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -287,6 +288,21 @@ class tracing {
   {
     auto const f = current();
     return f && !f->track.empty();
+  }
+
+  /**
+   * @brief For a child just forked, in its only thread: neither log nor tracking is on. What the
+   * parent had in front of the devices is dropped without being released, so it is never flushed,
+   * closed or destroyed here: the log's buffered lines are the parent's to write once, the
+   * tracking lists the parent's memory, and threads that do not exist in the child may have held
+   * its locks. The two locks of this object are made anew for the same reason.
+   */
+  void forget_after_fork() noexcept
+  {
+    new (&front_mutex_) std::mutex;
+    new (&change_mutex_) std::mutex;
+    new (&front_) std::shared_ptr<front>;  // the parent's front is left as it is, unreachable
+    on_.store(false, std::memory_order_relaxed);
   }
 
   /** @brief Writes out what the log buffered. @return false when no log is open. */

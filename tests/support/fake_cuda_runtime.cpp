@@ -56,6 +56,19 @@ cudaError_t injected(char const* name)
 
 bool valid_device(int device) { return device >= 0 && device < fake().device_count; }
 
+/** @brief The calling thread's capture mode (cudaThreadExchangeStreamCaptureMode). */
+cudaStreamCaptureMode& thread_capture_mode()
+{
+  thread_local cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  return mode;
+}
+
+/** @brief Notes that `call` ran in the calling thread's capture mode (`state::query_modes`). */
+void note_query_mode(char const* call)
+{
+  fake().query_modes.emplace_back(call, thread_capture_mode());
+}
+
 stream_record const* stream_of(cudaStream_t stream)
 {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
@@ -85,12 +98,21 @@ cudaMemPool_t driver_pool(cudaMemLocation const* location, cudaMemAllocationType
   return pools[key] = add_pool(*location, type, false);
 }
 
-// ---- Driver entry points: the context of device d is the address d + 1 ------------------------
+// ---- Driver entry points: the primary context of device d is the address d + 1, its second
+// context (see `state::second_context`) the address second_context_base + d --------------------
+
+constexpr std::uintptr_t second_context_base = 0x1000;
+
+CUcontext context_of(int device, bool second)
+{
+  return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device) +
+                                     (second ? second_context_base : 1));
+}
 
 CUresult ctx_get_current(CUcontext* context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
-  *context = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(fake().current_device + 1));
+  *context = context_of(fake().current_device, fake().second_context);
   return CUDA_SUCCESS;
 }
 
@@ -98,7 +120,10 @@ CUresult ctx_set_current(CUcontext context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   if (context != nullptr) {
-    fake().current_device = static_cast<int>(reinterpret_cast<std::uintptr_t>(context)) - 1;
+    auto const address    = reinterpret_cast<std::uintptr_t>(context);
+    bool const second     = address >= second_context_base;
+    fake().second_context = second;
+    fake().current_device = static_cast<int>(address - (second ? second_context_base : 1));
   }
   return CUDA_SUCCESS;
 }
@@ -122,8 +147,8 @@ CUresult stream_get_ctx(CUstream stream, CUcontext* context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   stream_record const* s = stream_of(reinterpret_cast<cudaStream_t>(stream));
-  int const device       = s != nullptr ? s->device : fake().current_device;
-  *context               = reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(device + 1));
+  *context               = s != nullptr ? context_of(s->device, s->second_context)
+                                        : context_of(fake().current_device, fake().second_context);
   return CUDA_SUCCESS;
 }
 
@@ -479,6 +504,7 @@ cudaError_t cudaSetDevice(int device)
   if (fc::forked_child) { return cudaErrorInitializationError; }
   if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
   fc::fake().current_device = device;
+  fc::fake().second_context = false;  // the runtime binds the device's primary context
   return cudaSuccess;
 }
 
@@ -590,6 +616,7 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
 cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolGetAttribute");
   fc::pool_record const& r = fc::record(pool);
   std::uint64_t v{};
   switch (attr) {
@@ -605,6 +632,7 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolSetAttribute");
   if (cudaError_t const s = fc::injected("cudaMemPoolSetAttribute"); s != cudaSuccess) { return s; }
   if (attr == cudaMemPoolAttrReleaseThreshold) {
     std::uint64_t v{};
@@ -648,6 +676,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int /*flags
     return s;
   }
   *stream = fc::make_stream(fc::fake().current_device);
+  reinterpret_cast<fc::stream_record*>(*stream)->second_context = fc::fake().second_context;
   return cudaSuccess;
 }
 
@@ -673,20 +702,29 @@ cudaError_t cudaDeviceSynchronize()
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
-  std::swap(*mode, current);
+  std::swap(*mode, fc::thread_capture_mode());
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
+namespace {
+/** @brief The id of the capture `stream` takes part in (`stream_record::capture_id`), or 0. */
+unsigned long long capture_id_of(cudaStream_t stream)
+{
+  fc::stream_record const* s = fc::stream_of(stream);
+  return s != nullptr ? s->capture_id : 0;
+}
+}  // namespace
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  *status = cudaStreamCaptureStatusNone;
+  *status =
+    capture_id_of(stream) != 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 
 #if CUDART_VERSION >= 13000
-cudaError_t cudaStreamGetCaptureInfo(cudaStream_t,
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      cudaStreamCaptureStatus* status,
                                      unsigned long long* id,
                                      cudaGraph_t* graph,
@@ -695,8 +733,9 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t,
                                      size_t* count)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
-  *status = cudaStreamCaptureStatusNone;
-  if (id != nullptr) { *id = 0; }
+  unsigned long long const capture = capture_id_of(stream);
+  *status = capture != 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  if (id != nullptr) { *id = capture; }
   if (graph != nullptr) { *graph = nullptr; }
   if (dependencies != nullptr) { *dependencies = nullptr; }
   if (edges != nullptr) { *edges = nullptr; }
@@ -720,21 +759,24 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t)
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t stream)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  if (auto* s = const_cast<fc::stream_record*>(fc::stream_of(stream))) { ++s->events_recorded; }
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int)
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t, unsigned int)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  if (auto* s = const_cast<fc::stream_record*>(fc::stream_of(stream))) { ++s->event_waits; }
   return cudaSuccess;
 }
 
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemGetInfo");
   *free_bytes = *total_bytes = std::size_t{16} << 30;
   return cudaSuccess;
 }

@@ -38,7 +38,11 @@ struct pool_record {
 
 struct stream_record {
   int device{};
+  bool second_context{false};  ///< made while the device's second context was current
   bool destroyed{false};
+  unsigned long long capture_id{0};  ///< nonzero: captured, as the capture queries then say
+  int events_recorded{0};            ///< cudaEventRecord calls on the stream
+  int event_waits{0};                ///< cudaStreamWaitEvent calls of the stream
 };
 
 /** @brief A physical allocation of the fake driver's cuMemCreate (its handle is its index + 1). */
@@ -87,11 +91,18 @@ struct state {
   event_log events;
   int device_count{2};
   int current_device{0};
+  /// The current context is a second context of `current_device` (as `cuCtxCreate` makes), not
+  /// its primary one. `cuCtxSetCurrent` and `cudaSetDevice` (which binds the primary) change it.
+  bool second_context{false};
   std::vector<std::unique_ptr<pool_record>> pools;
   std::vector<std::unique_ptr<stream_record>> streams;
   std::map<std::string, cudaError_t> fail_next;  ///< call name -> error its next call returns
   bool fail_new_after_pool_create{false};  ///< the operator new after cudaMemPoolCreate throws
   std::vector<std::pair<cudaMemPool_t, std::uint64_t>> threshold_sets;  ///< every change
+  /// The capture mode of the calling thread at each cudaMemPoolGetAttribute,
+  /// cudaMemPoolSetAttribute and cudaMemGetInfo call: a query made in global mode while another
+  /// thread captures in global mode is refused by the real driver, and invalidates that capture.
+  std::vector<std::pair<std::string, cudaStreamCaptureMode>> query_modes;
   std::uintptr_t next_address{0x10000};
 };
 

@@ -18,6 +18,12 @@ namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
+/** @brief Asks a `device_guard` for the device's primary context (see its constructors). */
+struct primary_context_t {
+  explicit primary_context_t() = default;
+};
+inline constexpr primary_context_t primary_context{};
+
 /**
  * @brief Makes a device current for its lifetime, then gives the thread back exactly the context
  * it had, also none.
@@ -50,6 +56,28 @@ class device_guard {
     }
   }
 
+  /**
+   * @brief Makes `device`'s primary context current, also where another context of `device` (one
+   * made with `cuCtxCreate`) is: for what must outlive the caller's context, which its owner may
+   * destroy.
+   * @throws cuda_error if it cannot.
+   */
+  device_guard(int device, primary_context_t)
+  {
+    if (cudaError_t const s = enter(device, true); s != cudaSuccess) {
+      throw_cuda_error(s, "cudaSetDevice", "device_guard");
+    }
+  }
+
+  /** @brief As the constructor above, if it can; `ok()` says whether it did. */
+  device_guard(int device, primary_context_t, std::nothrow_t) noexcept
+  {
+    if (is_device_id(device) && enter(device, true) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ok_ = false;
+    }
+  }
+
   device_guard(device_guard const&)            = delete;
   device_guard& operator=(device_guard const&) = delete;
 
@@ -62,7 +90,7 @@ class device_guard {
   [[nodiscard]] bool ok() const noexcept { return ok_; }
 
  private:
-  cudaError_t enter(int device) noexcept
+  cudaError_t enter(int device, bool primary = false) noexcept
   {
     driver_api const& api = driver();
     if (api.ctx_get_current == nullptr || api.ctx_set_current == nullptr ||
@@ -75,7 +103,11 @@ class device_guard {
     // Judged by the context, not by cudaGetDevice: on a thread whose context was taken away
     // (as this guard does when it found none), the runtime still names the last device set, and
     // a call made in that state would make a context of its choosing.
-    if (device_of_current_context(saved_) == device) { return cudaSuccess; }
+    if (device_of_current_context(saved_) == device &&
+        (!primary || is_primary_context(saved_, static_cast<CUdevice>(device)))) {
+      return cudaSuccess;
+    }
+    // cudaSetDevice binds the device's primary context to the thread.
     if (cudaError_t const s = cudaSetDevice(device); s != cudaSuccess) { return s; }
     switched_ = true;
     return cudaSuccess;

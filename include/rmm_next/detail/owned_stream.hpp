@@ -20,8 +20,9 @@ inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /**
- * @brief A non-blocking stream of `device`'s primary context, owned: made at construction,
- * destroyed on its device with the object, and never touched once the runtime is unloading (or
+ * @brief A non-blocking stream of `device`'s primary context (also when the constructing thread
+ * has another context of `device` current), owned: made at construction, destroyed on its device
+ * with the object, and never touched once the runtime is unloading (or
  * in a forked child). Work on it waits neither for the legacy default stream nor for other
  * streams: what a resource's synchronous calls run on.
  */
@@ -30,7 +31,7 @@ class owned_stream {
   /** @throws cuda_error naming `what` when the stream cannot be made. */
   explicit owned_stream(int device, char const* what = "cuda_error") : device_{device}
   {
-    device_guard const guard{device};
+    device_guard const guard{device, primary_context};
     RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), what);
     context_ = current_context_or_null();  // the device's primary context, which the guard made
     watch_runtime_teardown();
@@ -44,7 +45,7 @@ class owned_stream {
     if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
     // On its device: on a thread without a current context, the runtime would otherwise make
     // device 0's primary context for the call.
-    device_guard const on_device{device_, std::nothrow};
+    device_guard const on_device{device_, primary_context, std::nothrow};
     if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
       report_release_failure(s, "cudaStreamDestroy");
     }

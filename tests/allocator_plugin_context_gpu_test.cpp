@@ -1,0 +1,104 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so on a GPU when the calling thread's current context is a second context
+// of device 0 (cuCtxCreate), as a library that manages its own contexts leaves it. A program of
+// its own, so that the plugin's state, device 0's resource and the segments' stream are all made
+// while the second context is current, as in a process whose first allocation comes from there.
+
+#include "support/plugin_outstanding.hpp"
+#include "support/second_context.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+#include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/per_device_resource.hpp>
+
+#include <cuda.h>  // types only
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace {
+
+using rmm_next::detail::current_context_or_null;
+using rmm_next::test::outstanding;
+
+rmm_next_statistics statistics()
+{
+  rmm_next_statistics s{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+// Under the second context: a segment and a block come from device 0's pool, are usable there,
+// and are counted and traced on device 0; the caller's context stays current. After the second
+// context is destroyed, the plugin's own streams (made under it) still work: they belong to the
+// primary context.
+TEST(SecondContext, AllocatesFromTheDevicesPoolTracesOnTheDeviceAndOutlivesTheContext)
+{
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the primary context exists
+  CUcontext const primary    = current_context_or_null();
+  constexpr std::size_t size = std::size_t{2} << 20;
+  {
+    std::optional<rmm_next::test::second_context> ctx2{std::in_place};
+    ctx2->make_current();
+    ASSERT_EQ(rmm_next_set_tracking(1, 0), 0) << rmm_next_last_error();  // the plugin's first call
+    void* const segment = rmm_next_torch_segment_alloc(size, -1, nullptr);
+    void* const block   = rmm_next_torch_alloc(1000, -1, nullptr);  // the second context's stream 0
+    ASSERT_NE(segment, nullptr) << rmm_next_last_error();
+    ASSERT_NE(block, nullptr) << rmm_next_last_error();
+    EXPECT_EQ(current_context_or_null(), ctx2->get());
+    EXPECT_EQ(cudaMemsetAsync(segment, 1, size, nullptr), cudaSuccess);
+    EXPECT_EQ(cudaMemsetAsync(block, 2, 1000, nullptr), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, segment), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice);
+    EXPECT_EQ(attributes.device, 0);
+
+    std::vector<rmm_next_allocation> const live = outstanding(-1);
+    ASSERT_EQ(live.size(), 2U);
+    for (rmm_next_allocation const& a : live) {
+      EXPECT_EQ(a.device, 0);
+    }
+    EXPECT_EQ(live[0].ptr, segment);
+    EXPECT_EQ(live[0].size, size);
+    EXPECT_EQ(live[1].ptr, block);
+    rmm_next_statistics const s = statistics();
+    EXPECT_EQ(s.allocated_bytes, size + 1000);
+    EXPECT_EQ(s.torch_allocations, 2U);
+    EXPECT_GE(s.pool_used_bytes, size + 1000);  // device 0's pool
+
+    rmm_next_torch_free(block, 1000, -1, nullptr);
+    rmm_next_torch_free(segment, static_cast<ssize_t>(size), 0, nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(outstanding(-1).empty());
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+    ctx2.reset();  // cuCtxDestroy
+  }
+  EXPECT_EQ(current_context_or_null(), primary);
+  void* const again = rmm_next_torch_segment_alloc(size, 0, nullptr);  // the segments' stream
+  EXPECT_NE(again, nullptr) << rmm_next_last_error();
+  if (again != nullptr) {
+    EXPECT_EQ(cudaMemset(again, 3, size), cudaSuccess);
+    rmm_next_torch_free(again, static_cast<ssize_t>(size), 0, nullptr);
+  }
+  rmm_next::device_async_resource_ref mr = rmm_next::get_per_device_resource_ref(0);
+  void* const q = mr.allocate_sync(4096, 256);  // on the resource's own stream
+  EXPECT_NE(q, nullptr);
+  mr.deallocate_sync(q, 4096, 256);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(statistics().allocated_bytes, 0U);
+  EXPECT_EQ(rmm_next_set_tracking(0, 0), 0);
+}
+
+}  // namespace

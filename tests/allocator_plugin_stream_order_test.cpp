@@ -1,0 +1,152 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// librmm_next_allocator.so's frees of memory recorded on other streams (PyTorch's record_stream)
+// while captures run, over the fake CUDA runtime (linked into this program, it takes the place of
+// libcudart's functions for the plugin too), whose streams can be marked as captured. A free must
+// never record or wait on a stream that a capture other than its own holds: the driver refuses
+// such a cross-capture dependency, and the refusal invalidates the capture. And the capture mode
+// the plugin's queries run in.
+
+#include "support/fake_cuda_runtime.hpp"
+
+#include <rmm_next/allocator_plugin.h>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace {
+
+namespace fake = rmm_next::test::fake_cuda;
+
+/** @brief The fake has two devices from the start, before the plugin asks for the count. */
+[[maybe_unused]] bool const two_devices = [] {
+  fake::reset(2);
+  return true;
+}();
+
+constexpr std::size_t bytes = 4096;
+
+rmm_next_statistics statistics()
+{
+  rmm_next_statistics s{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+fake::stream_record& record(cudaStream_t stream)
+{
+  return *reinterpret_cast<fake::stream_record*>(stream);
+}
+
+/** @brief A block allocated on `own` and recorded on `side`, two streams of device 0. */
+struct recorded_block {
+  cudaStream_t own{fake::make_stream(0)};
+  cudaStream_t side{fake::make_stream(0)};
+  void* ptr{rmm_next_torch_alloc(bytes, 0, own)};
+
+  recorded_block()
+  {
+    EXPECT_NE(ptr, nullptr) << rmm_next_last_error();
+    rmm_next_torch_record_stream(ptr, side);
+  }
+};
+
+TEST(RecordedStreams, AFreeOutsideACaptureWaitsForTheRecordedStreamAtOnce)
+{
+  auto const [own, side, p] = recorded_block{};
+  rmm_next_torch_free(p, bytes, 0, own);
+  EXPECT_EQ(record(side).events_recorded, 1);
+  EXPECT_EQ(record(own).event_waits, 1);
+  rmm_next_statistics const s = statistics();
+  EXPECT_EQ(s.deferred_frees, 0U);
+  EXPECT_EQ(s.allocated_bytes, 0U);
+}
+
+// Another thread captures the stream the block was recorded on: the free waits for that capture
+// to end, then makes its stream wait for the recorded stream's work as usual.
+TEST(RecordedStreams, AFreeWaitsForTheEndOfACaptureThatHoldsARecordedStream)
+{
+  auto const [own, side, p] = recorded_block{};
+  record(side).capture_id   = 7;  // another thread begins a capture on it
+  rmm_next_torch_free(p, bytes, 0, own);
+  EXPECT_EQ(record(side).events_recorded, 0);  // the captured stream was not touched
+  EXPECT_EQ(record(own).event_waits, 0);
+  rmm_next_statistics held = statistics();  // the capture still runs: nothing is released
+  EXPECT_EQ(held.deferred_frees, 1U);
+  EXPECT_EQ(held.allocated_bytes, bytes);
+  record(side).capture_id        = 0;  // the capture has ended
+  rmm_next_statistics const done = statistics();
+  EXPECT_EQ(done.deferred_frees, 0U);
+  EXPECT_EQ(done.allocated_bytes, 0U);
+  EXPECT_EQ(record(side).events_recorded, 1);
+  EXPECT_EQ(record(own).event_waits, 1);
+}
+
+// A free node of capture 5 may wait for streams of capture 5 only: a recorded stream of capture 7
+// (another thread's) is skipped, one of capture 5 is waited on.
+TEST(RecordedStreams, AFreeDuringACaptureWaitsOnlyForStreamsOfTheSameCapture)
+{
+  cudaStream_t const own   = fake::make_stream(0);
+  cudaStream_t const same  = fake::make_stream(0);
+  cudaStream_t const other = fake::make_stream(0);
+  record(own).capture_id   = 5;
+  record(same).capture_id  = 5;
+  record(other).capture_id = 7;
+  void* p                  = rmm_next_torch_alloc(bytes, 0, own);  // a graph allocation of 5
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  rmm_next_torch_record_stream(p, same);
+  rmm_next_torch_record_stream(p, other);
+  rmm_next_torch_free(p, bytes, 0, own);  // a free node of 5
+  EXPECT_EQ(record(same).events_recorded, 1);
+  EXPECT_EQ(record(other).events_recorded, 0);
+  EXPECT_EQ(record(own).event_waits, 1);
+  record(own).capture_id      = 0;
+  record(same).capture_id     = 0;
+  record(other).capture_id    = 0;
+  rmm_next_statistics const s = statistics();
+  EXPECT_EQ(s.deferred_frees, 0U);
+  EXPECT_EQ(s.allocated_bytes, 0U);
+}
+
+// Statistics may be read (torch.cuda.memory_stats, a monitoring thread) while another thread
+// captures in global mode: every driver query of the plugin's information calls runs in relaxed
+// mode, whatever mode the calling thread has, and the thread's own mode is back afterwards.
+TEST(CaptureModes, TheInformationCallsQueryTheDriverInRelaxedMode)
+{
+  void* p = rmm_next_allocate(bytes, 0, nullptr);  // device 0's resource exists
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  fake::fake().query_modes.clear();
+  rmm_next_statistics s{};
+  EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
+  std::uint64_t value{};
+  EXPECT_EQ(rmm_next_get_pool_attribute(0, cudaMemPoolAttrUsedMemCurrent, &value), 0)
+    << rmm_next_last_error();
+  EXPECT_EQ(rmm_next_reset_peak_statistics(0), 0) << rmm_next_last_error();
+  std::size_t free_bytes{}, total_bytes{};
+  EXPECT_EQ(rmm_next_mem_get_info(0, &free_bytes, &total_bytes), 0) << rmm_next_last_error();
+  auto const& modes = fake::fake().query_modes;
+  ASSERT_GE(modes.size(), 4U);
+  bool got_info = false, got_set = false;
+  for (auto const& [call, mode] : modes) {
+    SCOPED_TRACE(call);
+    EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed);
+    got_info = got_info || call == "cudaMemGetInfo";
+    got_set  = got_set || call == "cudaMemPoolSetAttribute";
+  }
+  EXPECT_TRUE(got_info);
+  EXPECT_TRUE(got_set);
+  cudaStreamCaptureMode mine = cudaStreamCaptureModeGlobal;  // what the thread had before
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mine), cudaSuccess);
+  EXPECT_EQ(mine, cudaStreamCaptureModeGlobal);
+  rmm_next_deallocate(p, bytes, 0, nullptr);
+}
+
+}  // namespace
