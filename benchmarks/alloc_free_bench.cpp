@@ -88,20 +88,7 @@ void alloc_free(benchmark::State& state, Resource* resource, variant v, std::siz
 {
   guarded(state, [&] {
     cudaStream_t const stream = thread_stream(0);
-    with_pair(v, *resource, [&](auto pair) {
-      pair(bytes, stream);  // warm-up: the pool maps its memory outside the timed loop
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      std::size_t n = 0;
-      for (auto _ : state) {
-        pair(bytes, stream);
-        if (++n == pairs_per_sync) {
-          n = 0;
-          check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        }
-      }
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    });
-    state.SetItemsProcessed(state.iterations());
+    with_pair(v, *resource, [&](auto pair) { timed_pairs(state, pair, bytes, stream); });
   });
 }
 
@@ -136,6 +123,7 @@ void register_all()
           ->UseRealTime()
           ->MinTime(min_time())
           ->Unit(benchmark::kNanosecond)
+          ->ComputeStatistics("min", &fastest)  // for thread_scaling's 1-thread check
           ->Setup(&reset_shared_pools);
         if (v != variant::raw) {
           benchmark::RegisterBenchmark(("alloc_free_paired/" + suffix).c_str(),

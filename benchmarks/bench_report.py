@@ -42,6 +42,7 @@ class Results:
         self.context = data.get("context", {})
         self.rows: dict[tuple, dict] = {}
         self.spread: dict[tuple, dict] = {}  # standard deviation over repetitions, same fields
+        self.fastest: dict[tuple, dict] = {}  # the "min" aggregate, where a benchmark asks for it
         self.errors: list[str] = []
         plain = defaultdict(list)
         for b in data.get("benchmarks", []):
@@ -55,6 +56,8 @@ class Results:
                     self.rows[key] = b
                 elif b.get("aggregate_name") == "stddev":
                     self.spread[key] = b
+                elif b.get("aggregate_name") == "min":
+                    self.fastest[key] = b
             else:
                 plain[key].append(b)
         for key, runs in plain.items():
@@ -77,6 +80,13 @@ class Results:
 
     def time_ns(self, *tokens: str, threads: int = 1) -> float | None:
         row = self.get(*tokens, threads=threads)
+        if row is None:
+            return None
+        return float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")]
+
+    def fastest_time_ns(self, *tokens: str, threads: int = 1) -> float | None:
+        """The time of the fastest repetition, in ns (None where the run has no "min")."""
+        row = self.fastest.get((tuple(tokens), threads))
         if row is None:
             return None
         return float(row["real_time"]) * UNIT_NS[row.get("time_unit", "ns")]
@@ -300,7 +310,8 @@ def thread_section(res: Results, latency: Results | None) -> list[str]:
     out += table(["memory", "variant"] + [f"{t} thr" for t in threads], rows)
     out.append("")
     if latency is not None:
-        # One thread here runs the loop of alloc_free/<memory>/<variant>/256: they must agree.
+        # One thread here runs the loop of alloc_free/<memory>/<variant>/256 (timed_pairs in
+        # support/bench_support.hpp): their fastest repetitions must agree.
         check_rows = []
         for r in RESOURCES:
             for v in ["raw", "resource"]:
@@ -309,20 +320,33 @@ def thread_section(res: Results, latency: Results | None) -> list[str]:
                 if row is not None and row.get("items_per_second"):
                     single = 1e9 / float(row["items_per_second"])
                 lat = latency.time_ns("alloc_free", r, v, "256")
+                best_single = res.fastest_time_ns("thread_scaling", r, v, "256", threads=1)
+                best_lat = latency.fastest_time_ns("alloc_free", r, v, "256")
                 if single is None and lat is None:
                     continue
-                q = ratio(single, lat)
+                q = ratio(best_single, best_lat)
                 verdict = "–" if q is None else ("agree" if abs(q - 1) <= 0.15 else
                                                  "**differ: rerun or look into it**")
-                check_rows.append([r, v, fmt(single), fmt(lat), fmt(q, 3), verdict])
+                check_rows.append([r, v, fmt(single), fmt(lat), fmt(best_single), fmt(best_lat),
+                                   fmt(q, 3), verdict])
         if check_rows:
             out += [
-                "One thread of this benchmark runs the loop of the latency benchmark at 256 B; "
-                "their ns per pair should agree (within 15 %):",
+                "One thread of this benchmark runs the loop of the latency benchmark at 256 B "
+                "(one function, `timed_pairs`), so their ns per pair should agree. They are "
+                "compared on the fastest repetition of each (within 15 %), not on the medians. "
+                "On the GPU machine every driver call that reads a stream's state "
+                "(`cudaStreamQuery` as well as the pool calls) runs at one of two speeds, about "
+                "twice apart, which holds for tens of milliseconds to minutes and changes with "
+                "the period and the core, while CPU-only work keeps its speed. The two programs "
+                "run minutes apart, so their medians can come from different speeds; noise only "
+                "adds time, so the fastest repetitions of the same loop agree whatever the "
+                "period:",
                 "",
             ]
-            out += table(["memory", "variant", "1 thread ns/pair", "latency table ns",
-                          "ratio", "check"], check_rows, align=["l", "l", "r", "r", "r", "l"])
+            out += table(["memory", "variant", "1 thread ns/pair (median)",
+                          "latency table ns (median)", "1 thread, fastest", "latency, fastest",
+                          "ratio of the fastest", "check"], check_rows,
+                         align=["l", "l", "r", "r", "r", "r", "r", "l"])
             out.append("")
     return out
 

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -287,6 +288,13 @@ int launch(nccl_bench_options const& o, std::vector<std::string> const& args)
       return 1;
     }
     ranks = devices;
+  }
+  std::error_code made;
+  std::filesystem::create_directories(o.out_dir, made);  // the results folder, as --out names it
+  if (made) {
+    std::fprintf(stderr, "nccl_allreduce_bench: cannot make %s: %s\n", o.out_dir.c_str(),
+                 made.message().c_str());
+    return 1;
   }
   std::string const id_file =
     o.out_dir + "/.nccl_unique_id." + std::to_string(static_cast<long>(::getpid()));

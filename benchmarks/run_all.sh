@@ -41,10 +41,10 @@ docs_dir=${3:-$root/docs}
 repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
-benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
+benchmarks=(alloc_free thread_scaling random_allocations allocate_sync per_device_resource_map
             nvtx mixed_pattern mixed_pattern_rmm adaptor_overhead)
 if [[ -x $bench_dir/mixed_pattern_rmm_bench ]]; then  # it runs the same benchmarks and more
-  benchmarks=(alloc_free random_allocations thread_scaling allocate_sync per_device_resource_map
+  benchmarks=(alloc_free thread_scaling random_allocations allocate_sync per_device_resource_map
               nvtx mixed_pattern_rmm adaptor_overhead)
 fi
 

@@ -32,25 +32,14 @@ void thread_scaling(benchmark::State& state, Resource* resource, bool raw)
   guarded(state, [&] {
     cudaStream_t const stream = thread_stream(state.thread_index());
     cudaMemPool_t const pool  = resource->pool_handle();
-    auto pair                 = [&] {
+    auto pair                 = [&](std::size_t n, cudaStream_t s) {
       if (raw) {
-        check(raw_pair(pool, bytes, stream), "cudaMallocFromPoolAsync/cudaFreeAsync");
+        check(raw_pair(pool, n, s), "cudaMallocFromPoolAsync/cudaFreeAsync");
       } else {
-        wrapped_pair(*resource, bytes, stream);
+        wrapped_pair(*resource, n, s);
       }
     };
-    pair();  // warm-up
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    std::size_t n = 0;
-    for (auto _ : state) {
-      pair();
-      if (++n == pairs_per_sync) {
-        n = 0;
-        check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      }
-    }
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    state.SetItemsProcessed(state.iterations());
+    timed_pairs(state, pair, bytes, stream);  // alloc_free's loop
   });
 }
 
@@ -66,6 +55,7 @@ void register_all()
         benchmark::RegisterBenchmark(name.c_str(), &thread_scaling<resource_type>, &resource, raw);
       b->UseRealTime()->MinTime(min_time())->Unit(benchmark::kNanosecond);
       b->Setup(&reset_shared_pools);  // every run from an empty pool, as alloc_free's
+      b->ComputeStatistics("min", &fastest);  // for the 1-thread check against alloc_free
       for (int threads = 1; threads <= max_threads; threads *= 2) {
         b->Threads(threads);
       }

@@ -218,6 +218,39 @@ void wrapped_pair(ResourceOrRef& r, std::size_t bytes, cudaStream_t stream)
   r.deallocate(cuda::stream_ref{stream}, ptr, bytes, rmm_next::default_alignment);
 }
 
+/**
+ * @brief The timed loop of the pair benchmarks (alloc_free and thread_scaling): one untimed
+ * warm-up pair, then one `pair(bytes, stream)` per iteration, the stream synchronized every
+ * `pairs_per_sync` pairs and at the end, so that no variant piles up frees.
+ */
+template <class Pair>
+void timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaStream_t stream)
+{
+  pair(bytes, stream);  // the pool maps its memory outside the timed loop
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::size_t n = 0;
+  for (auto _ : state) {
+    pair(bytes, stream);
+    if (++n == pairs_per_sync) {
+      n = 0;
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  state.SetItemsProcessed(state.iterations());
+}
+
+/**
+ * @brief A Google Benchmark statistic: the smallest value over the repetitions, reported as the
+ * aggregate "min". For times it is the fastest repetition: noise on the machine adds time to a
+ * run and never takes any away, so two benchmarks of the same loop agree on it even when their
+ * medians come from periods in which the machine was at different speeds.
+ */
+inline double fastest(std::vector<double> const& values)
+{
+  return values.empty() ? 0.0 : *std::min_element(values.begin(), values.end());
+}
+
 /** @brief Makes `resource` the current device resource while it lives, then restores the old. */
 class scoped_current_resource {
  public:

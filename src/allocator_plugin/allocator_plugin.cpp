@@ -301,6 +301,9 @@ namespace {
 void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (bytes == 0) { return nullptr; }
+  // Relaxed: while another thread captures in global mode, the driver refuses a pool call from
+  // a thread in global mode, on any stream, and invalidates that capture.
+  rmm_next::detail::relaxed_capture_mode const relaxed;
   plugin_state& st = state();
   device           = st.resolve(device);
   st.slot(device);
@@ -362,6 +365,7 @@ void release_deferred(plugin_state& st) noexcept
 void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (ptr == nullptr) { return; }
+  rmm_next::detail::relaxed_capture_mode const relaxed;  // as in allocate
   plugin_state& st = state();
   device           = st.resolve(device);
   release_deferred(st);

@@ -1,0 +1,76 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""benchmarks/bench_report.py's thread-scaling 1-thread check, on made-up Google Benchmark JSON.
+
+The check compares one thread of thread_scaling with alloc_free at 256 B on the fastest
+repetition of each: medians from two programs can come from periods in which the machine ran
+driver calls at different speeds, fastest repetitions of one loop cannot."""
+
+import importlib.util
+import json
+import pathlib
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_report", ROOT / "benchmarks" / "bench_report.py")
+bench_report = importlib.util.module_from_spec(spec)
+sys.modules["bench_report"] = bench_report
+spec.loader.exec_module(bench_report)
+
+
+def runs(name, times, threads=1):
+    """Repetitions of `name` (ns per pair) and the median, stddev and min aggregates."""
+    out = []
+    for t in times:
+        out.append({"name": name, "run_name": name, "run_type": "iteration", "threads": threads,
+                    "real_time": t, "time_unit": "ns", "items_per_second": 1e9 / t})
+    ordered = sorted(times)
+    median = ordered[len(ordered) // 2]
+    for agg, value in (("median", median), ("stddev", 1.0), ("min", ordered[0])):
+        out.append({"name": f"{name}_{agg}", "run_name": name, "run_type": "aggregate",
+                    "aggregate_name": agg, "threads": threads, "real_time": value,
+                    "time_unit": "ns", "items_per_second": 1e9 / value})
+    return out
+
+
+def check_lines(scaling_times, latency_times):
+    with tempfile.TemporaryDirectory() as d:
+        d = pathlib.Path(d)
+        scaling = runs("thread_scaling/device/raw/256/min_time:0.050/real_time/threads:1",
+                       scaling_times)
+        latency = runs("alloc_free/device/raw/256/min_time:0.050/real_time", latency_times)
+        (d / "thread_scaling.json").write_text(json.dumps({"benchmarks": scaling}))
+        (d / "alloc_free.json").write_text(json.dumps({"benchmarks": latency}))
+        lines = bench_report.thread_section(bench_report.Results(d / "thread_scaling.json"),
+                                            bench_report.Results(d / "alloc_free.json"))
+    return [line for line in lines if line.startswith("| device | raw |")]
+
+
+def test_medians_at_two_speeds_agree_on_the_fastest_repetitions():
+    # thread_scaling ran mostly at the slow speed, alloc_free mostly at the fast one.
+    rows = check_lines([1300.0, 1310.0, 660.0, 1290.0, 1320.0], [650.0, 640.0, 1280.0, 655.0, 660.0])
+    assert len(rows) == 2, rows  # the scaling table's row and the check's
+    check = rows[1]
+    assert "agree" in check and "differ" not in check, check
+    assert "1,300.0" in check and "655.0" in check  # the medians are shown as measured
+    assert "1.031" in check  # 660 / 640
+
+
+def test_a_loop_that_is_slower_even_at_its_best_is_reported():
+    rows = check_lines([900.0, 910.0, 905.0], [650.0, 640.0, 660.0])
+    assert "**differ: rerun or look into it**" in rows[1], rows[1]
+    assert "1.406" in rows[1]  # 900 / 640
+
+
+if __name__ == "__main__":
+    failures = 0
+    for name, fn in list(globals().items()):
+        if name.startswith("test_") and callable(fn):
+            try:
+                fn()
+                print(f"PASS {name}")
+            except AssertionError as e:
+                failures += 1
+                print(f"FAIL {name}: {e}")
+    sys.exit(1 if failures else 0)
