@@ -9,7 +9,7 @@
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>

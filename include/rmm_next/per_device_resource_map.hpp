@@ -9,11 +9,11 @@
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/reader_indicators.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <atomic>
 #include <concepts>

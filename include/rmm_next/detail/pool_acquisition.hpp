@@ -6,9 +6,8 @@
 
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/pool_attributes.hpp>
 #include <rmm_next/detail/pool_errors.hpp>
@@ -17,6 +16,7 @@
 #include <rmm_next/detail/pool_support.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 #include <rmm_next/pool_options.hpp>
 
 #include <cuda_runtime_api.h>

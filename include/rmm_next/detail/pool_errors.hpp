@@ -6,7 +6,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>

@@ -6,9 +6,9 @@
 
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda_runtime_api.h>
 

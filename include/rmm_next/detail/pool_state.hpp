@@ -6,12 +6,12 @@
 
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda_runtime_api.h>
 
