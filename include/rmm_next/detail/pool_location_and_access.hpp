@@ -26,9 +26,10 @@ namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
-/** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
-inline cudaMemLocation default_location(memory_kind kind, int device)
+/** @brief The location a pool for `target` lives at, unless told otherwise. */
+inline cudaMemLocation default_location(pool_target target)
 {
+  auto const [kind, device] = target;
   cudaMemLocation loc{};
   if (kind != memory_kind::pinned) {
     loc.type = cudaMemLocationTypeDevice;
