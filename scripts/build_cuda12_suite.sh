@@ -8,10 +8,11 @@
 #
 # Usage: scripts/build_cuda12_suite.sh CUDA_VERSION OUT_DIR
 #   CUDA_VERSION  12.6 or 12.9 (any 12.x from 12.6 on that PyPI has wheels for)
-#   OUT_DIR       gets what the GPU machine needs, nothing else: run_tests.sh, tests.list and
-#                 suite.tar.xz (the stripped test programs, libcudart.so.12 and the suite's
-#                 shared libraries). Run OUT_DIR/run_tests.sh there (no network, no CUDA toolkit
-#                 needed).
+#   OUT_DIR       gets what the GPU machine needs, nothing else: run_tests.sh, suite.paths and
+#                 suite.tar.xz (the build tree's stripped test programs, libraries and CTest
+#                 files, the source tree the tests read, and libcudart.so.12). Run
+#                 OUT_DIR/run_tests.sh there: it runs them with ctest (no network, no CUDA
+#                 toolkit needed).
 # Environment:
 #   RMM_NEXT_CUDA12_WORK  wheels, the assembled toolkit and the build tree
 #                         (default ${TMPDIR:-/tmp}/rmm-next-cuda12-CUDA_VERSION; kept, so a second
@@ -165,44 +166,46 @@ logged cmake -S "$root" -B "$build" "${generator[@]}" \
   -DCCCL_DIR="$cccl/lib/cmake/cccl" \
   -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DCMAKE_CUDA_RUNTIME_LIBRARY=Shared -DCMAKE_CUDA_FLAGS=-cudart=shared \
-  -DRMM_NEXT_REQUIRE_GPU=ON \
+  -DRMM_NEXT_REQUIRE_GPU=OFF \
   -DRMM_NEXT_BUILD_TESTS=ON -DRMM_NEXT_BUILD_BENCHMARKS=OFF -DRMM_NEXT_BUILD_EXAMPLES=OFF
 
-step "list the tests"
-read -ra targets < <(python3 "$root/scripts/cuda12_suite_tests.py" select "$build" 2>>"$log") ||
-  fail "selecting the tests failed (see $log)"
-[[ ${#targets[@]} -gt 0 ]] || fail "no test program selected"
-step "build ${#targets[@]} programs with $CMAKE_BUILD_PARALLEL_LEVEL jobs: ${targets[*]}"
-logged cmake --build "$build" --target "${targets[@]}"
+# RMM_NEXT_REQUIRE_GPU is left to run_tests.sh, which exports it: no test carries a value of its own.
+# The default target builds every test program and nothing the build-only tests compile.
+step "build the test programs with $CMAKE_BUILD_PARALLEL_LEVEL jobs"
+logged cmake --build "$build"
 
-# ---- The output folder: run_tests.sh, tests.list and the packed programs and libraries --------
-# bin/ (stripped programs) and lib/ (libcudart.so.12 and the suite's libraries) travel packed:
-# suite.tar.xz, about a sixth of their size, unpacked by run_tests.sh into a temporary folder.
+# ---- The output folder: run_tests.sh, suite.paths and the packed trees -------------------------
+# build/ (CTest's files, the stripped programs and libraries, in their places), source/ (the tracked
+# files, which some tests read) and lib/ (libcudart.so.12) travel packed: suite.tar.xz, unpacked by
+# run_tests.sh into a temporary folder, where it points CTest's files with suite.paths.
 step "collect into $out"
 stage=$work/stage
-rm -rf "$stage" "$out/bin" "$out/lib" "$out/tests.list" "$out/run_tests.sh" "$out/suite.tar.xz"
-mkdir -p "$stage/bin" "$stage/lib"
-logged python3 "$root/scripts/cuda12_suite_tests.py" collect "$build" "$root" "$stage"
-# Every shared library the programs load from the build tree, and the CUDA 12 runtime.
-while IFS= read -r lib; do
-  cp -n "$lib" "$stage/lib/"
-done < <(find "$build" -name '*.so' -type f)
+rm -rf "$stage" "$out/tests.list" "$out/suite.paths" "$out/run_tests.sh" "$out/suite.tar.xz"
+mkdir -p "$stage/build" "$stage/source" "$stage/lib"
+while IFS= read -r -d '' file; do
+  mkdir -p "$stage/build/$(dirname "$file")"
+  cp -p "$build/$file" "$stage/build/$file"
+done < <(cd "$build" && find . \( -path '*/CMakeFiles' -o -path ./Testing -o -path ./tests/consumer \
+  -o -path ./tests/docs_recipes \) -prune -o -type f \( -name CTestTestfile.cmake \
+  -o -name CTestCustom.cmake -o -name '*.so' -o -perm -u+x \) -print0)
+git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$stage/source") ||
+  fail "cannot copy the tracked files of $root (needs a git checkout)"
 cp "$runtime/lib/libcudart.so.12" "$stage/lib/"
-strip --strip-unneeded "$stage"/lib/*.so*
-for program in "$stage"/bin/*; do
-  if file "$program" | grep -q ELF; then strip "$program"; fi
-done
+while IFS= read -r -d '' program; do
+  if file "$program" | grep -q ELF; then strip --strip-unneeded "$program"; fi
+done < <(find "$stage/build" "$stage/lib" -type f -print0)
 
 # Checks: CUDA 12 inside, nothing of CUDA 13.
-for program in "$stage"/bin/* "$stage"/lib/*.so; do
+while IFS= read -r -d '' program; do
   file "$program" | grep -q ELF || continue
   if readelf -d "$program" | grep -q 'NEEDED.*libcudart\.so\.13'; then
     fail "$(basename "$program") needs libcudart.so.13"
   fi
-done
+done < <(find "$stage/build" -type f -print0)
 
-mv "$stage/tests.list" "$out/tests.list"
-tar -C "$stage" -cJf "$out/suite.tar.xz" bin lib
+printf 'build=%s\nsource=%s\ncmake=%s\n' "$build" "$root" \
+  "$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$build/CMakeCache.txt")" >"$out/suite.paths"
+tar -C "$stage" -cJf "$out/suite.tar.xz" build source lib
 cp "$root/scripts/run_cuda12_suite.sh" "$out/run_tests.sh"
 chmod +x "$out/run_tests.sh"
 printf '%s\n' "$version" >"$out/cuda_version"

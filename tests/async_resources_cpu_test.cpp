@@ -147,7 +147,7 @@ TEST(AllocationFailure, OutOfMemoryNamesSizeAndDevice)
 {
   try {
     rmm_next::detail::throw_allocation_failure(
-      rmm_next::detail::memory_kind::device, cudaErrorMemoryAllocation, 1ULL << 50, 3);
+      {rmm_next::detail::memory_kind::device, 3}, cudaErrorMemoryAllocation, 1ULL << 50);
     FAIL() << "no exception";
   } catch (rmm_next::out_of_memory const& e) {
     std::string const what = e.what();
@@ -161,7 +161,7 @@ TEST(AllocationFailure, OtherErrorsAreBadAllocNotOutOfMemory)
 {
   try {
     rmm_next::detail::throw_allocation_failure(
-      rmm_next::detail::memory_kind::managed, cudaErrorInvalidValue, 64, 0);
+      {rmm_next::detail::memory_kind::managed, 0}, cudaErrorInvalidValue, 64);
     FAIL() << "no exception";
   } catch (rmm_next::out_of_memory const&) {
     FAIL() << "an invalid value is not exhaustion";
@@ -177,7 +177,7 @@ TEST(AllocationFailure, AStickyErrorIsACudaErrorSayingTheContextIsLost)
   for (cudaError_t sticky : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert}) {
     try {
       rmm_next::detail::throw_allocation_failure(
-        rmm_next::detail::memory_kind::device, sticky, 64, 0);
+        {rmm_next::detail::memory_kind::device, 0}, sticky, 64);
       FAIL() << "no exception";
     } catch (rmm_next::cuda_error const& e) {
       EXPECT_EQ(e.code(), sticky);
@@ -196,7 +196,7 @@ TEST(AllocationFailure, AStickyErrorIsACudaErrorSayingTheContextIsLost)
 TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
 {
   try {
-    rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::device, 0, 1);
+    rmm_next::detail::throw_device_mismatch({rmm_next::detail::memory_kind::device, 0}, 1);
     FAIL() << "no exception";
   } catch (rmm_next::device_mismatch const& e) {
     std::string const what = e.what();
@@ -209,8 +209,9 @@ TEST(DeviceMismatch, IsALogicErrorNamingBothDevicesAndTheRemedy)
     EXPECT_NE(what.find("device 0 memory"), std::string::npos) << what;
     EXPECT_NE(what.find("cudaMemPoolSetAccess"), std::string::npos) << what;
   }
-  EXPECT_THROW(rmm_next::detail::throw_device_mismatch(rmm_next::detail::memory_kind::pinned, 2, 3),
-               rmm_next::logic_error);
+  EXPECT_THROW(
+    rmm_next::detail::throw_device_mismatch({rmm_next::detail::memory_kind::pinned, 2}, 3),
+    rmm_next::logic_error);
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 #include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
-#include <rmm_next/detail/error_macros.hpp>
+#include <rmm_next/error_macros.hpp>
 #include <rmm_next/resource_context.hpp>
 
 #include <cuda_runtime_api.h>

@@ -16,8 +16,8 @@
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 #include <rmm_next/polymorphic_allocator.hpp>
 #include <rmm_next/thrust_allocator.hpp>
 

@@ -9,130 +9,39 @@
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/throw_error.hpp>
-#include <rmm_next/detail/unix_socket.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/pool_handle_socket.hpp>  // sending the handles: part of IPC for includers
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/shareable_pool_handle.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <concepts>
 #include <cstdint>
-#include <cstring>
-#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
 #include <span>
 #include <string>
-#include <system_error>
 #include <type_traits>
 #include <utility>
-
-#if !defined(_WIN32)
-#include <sys/types.h>
-#include <unistd.h>
-#endif
 
 /**
  * @file
  * @brief Sharing pool memory between processes: export a pool once as an OS handle, export each
- * allocation as a few bytes, import both in the other process (see docs/ipc.md).
+ * allocation as a few bytes, import both in the other process (see docs/ipc.md). The handle is
+ * `shareable_pool_handle.hpp`'s; sending it over a Unix-domain socket, `pool_handle_socket.hpp`'s
+ * (both included here).
  */
 
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
-
-/**
- * @brief An exported pool: an owned POSIX file descriptor, or a fabric handle.
- *
- * Move-only. A file descriptor is closed with the object (`release()` gives it up); a fabric
- * handle is plain data that may be copied to another node by any means (`fabric_handle()`).
- * Empty when default-constructed or moved from.
- */
-class shareable_pool_handle {
- public:
-  /** @brief An empty handle: `type()` is `none`. */
-  shareable_pool_handle() noexcept = default;
-
-  /** @brief Takes ownership of the POSIX file descriptor `fd` (empty when `fd` is negative). */
-  explicit shareable_pool_handle(int fd) noexcept
-    : type_{fd >= 0 ? allocation_handle_type::posix_file_descriptor : allocation_handle_type::none},
-      fd_{fd < 0 ? -1 : fd}
-  {
-  }
-
-  /** @brief Holds the fabric handle `fabric` (`cudaMemHandleTypeFabric`). */
-  explicit shareable_pool_handle(cudaMemFabricHandle_t const& fabric) noexcept
-    : type_{allocation_handle_type::fabric}, fabric_{fabric}
-  {
-  }
-
-  shareable_pool_handle(shareable_pool_handle const&)            = delete;
-  shareable_pool_handle& operator=(shareable_pool_handle const&) = delete;
-
-  shareable_pool_handle(shareable_pool_handle&& other) noexcept
-    : type_{std::exchange(other.type_, allocation_handle_type::none)},
-      fd_{std::exchange(other.fd_, -1)},
-      fabric_{other.fabric_}
-  {
-  }
-
-  shareable_pool_handle& operator=(shareable_pool_handle&& other) noexcept
-  {
-    if (this != &other) {
-      reset();
-      type_   = std::exchange(other.type_, allocation_handle_type::none);
-      fd_     = std::exchange(other.fd_, -1);
-      fabric_ = other.fabric_;
-    }
-    return *this;
-  }
-
-  /** @brief Closes an owned file descriptor. */
-  ~shareable_pool_handle() { reset(); }
-
-  /** @brief `posix_file_descriptor`, `fabric`, or `none` when empty. */
-  [[nodiscard]] allocation_handle_type type() const noexcept { return type_; }
-
-  /** @brief The file descriptor, still owned by this object; -1 unless `type()` is
-   * `posix_file_descriptor`. */
-  [[nodiscard]] int fd() const noexcept { return fd_; }
-
-  /** @brief The fabric handle; meaningful only when `type()` is `fabric`. */
-  [[nodiscard]] cudaMemFabricHandle_t const& fabric_handle() const noexcept { return fabric_; }
-
-  /** @brief True unless empty. */
-  explicit operator bool() const noexcept { return type_ != allocation_handle_type::none; }
-
-  /** @brief Gives up the file descriptor, which the caller now closes; leaves the object empty.
-   * @return the descriptor, or -1 when `type()` was not `posix_file_descriptor`. */
-  [[nodiscard]] int release() noexcept
-  {
-    type_ = allocation_handle_type::none;
-    return std::exchange(fd_, -1);
-  }
-
-  /** @brief Closes an owned file descriptor and leaves the object empty. */
-  void reset() noexcept
-  {
-#if !defined(_WIN32)
-    if (fd_ >= 0) { (void)::close(fd_); }
-#endif
-    fd_   = -1;
-    type_ = allocation_handle_type::none;
-  }
-
- private:
-  allocation_handle_type type_{allocation_handle_type::none};
-  int fd_{-1};
-  cudaMemFabricHandle_t fabric_{};
-};
 
 /**
  * @brief What another process needs to import one allocation of an exported pool
@@ -183,14 +92,6 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
   if (s != cudaSuccess) { throw_export_failure(s, type, device); }
   return shareable_pool_handle{fabric};
 }
-
-/** @brief What `send_pool_handle` sends; the file descriptor travels beside it. */
-struct pool_handle_message {
-  static constexpr char expected_tag[8] = {'r', 'm', 'm', 'n', 'i', 'p', 'c', '1'};
-  char tag[8];
-  std::int32_t type;
-  cudaMemFabricHandle_t fabric;
-};
 
 }  // namespace detail
 
@@ -442,153 +343,6 @@ class imported_pointer {
   }
   return imported_pointer{pool, ptr};
 }
-
-#if !defined(_WIN32)
-
-/**
- * @brief Who is at the other end of a connected Unix-domain socket, as the kernel recorded it
- * when the socket was connected (`SO_PEERCRED`).
- */
-struct peer_credentials {
-  pid_t pid;  ///< the peer's process id
-  uid_t uid;  ///< its effective user id
-  gid_t gid;  ///< its effective group id
-};
-
-/**
- * @brief Thrown by `receive_pool_handle` when its peer check refuses the peer; `code()` is
- * `std::errc::permission_denied` and `what()` names the peer's pid, uid and gid.
- */
-class peer_refused : public std::system_error {
- public:
-  /**
-   * @brief Constructs the error.
-   * @param msg Names the call, the peer and the remedy.
-   * @param peer The refused peer.
-   */
-  peer_refused(std::string const& msg, peer_credentials const& peer)
-    : std::system_error{std::make_error_code(std::errc::permission_denied), msg}, peer_{peer}
-  {
-  }
-
-  /** @brief The refused peer. */
-  [[nodiscard]] peer_credentials const& peer() const noexcept { return peer_; }
-
- private:
-  peer_credentials peer_;
-};
-
-namespace detail {
-
-/** @brief `get_peer_credentials` for the user's call `who`. */
-inline peer_credentials peer_of(int socket, char const* who)
-{
-  ucred const c = socket_peer_credentials(socket, who);
-  return peer_credentials{c.pid, c.uid, c.gid};
-}
-
-}  // namespace detail
-
-/**
- * @brief The credentials of the peer at the other end of `socket` (`SO_PEERCRED`), e.g. for an
- * exporter to check whom it sends a pool to.
- * @throws std::system_error when `socket` is not a Unix-domain socket or the query fails.
- */
-[[nodiscard]] inline peer_credentials get_peer_credentials(int socket)
-{
-  return detail::peer_of(socket, "get_peer_credentials");
-}
-
-/** @brief True when `peer` runs as this process's effective user: the peer check
- * `receive_pool_handle` makes unless given another. */
-[[nodiscard]] inline bool is_same_user(peer_credentials const& peer) noexcept
-{
-  return peer.uid == ::geteuid();
-}
-
-/**
- * @brief Sends `handle` over a connected Unix-domain socket: a file descriptor as `SCM_RIGHTS`
- * (the receiver gets its own descriptor of the pool), a fabric handle as data. `handle` stays
- * owned by the caller.
- * @throws logic_error if `handle` is empty.
- * @throws std::system_error when the socket refuses.
- */
-inline void send_pool_handle(int socket, shareable_pool_handle const& handle)
-{
-  if (!handle) {
-    detail::throw_error<logic_error>("send_pool_handle", "the shareable_pool_handle is empty");
-  }
-  detail::pool_handle_message message{};
-  std::memcpy(message.tag, detail::pool_handle_message::expected_tag, sizeof(message.tag));
-  message.type   = static_cast<std::int32_t>(handle.type());
-  message.fabric = handle.fabric_handle();
-  detail::send_with_fd(socket, &message, sizeof(message), handle.fd(), "send_pool_handle");
-}
-
-/**
- * @brief Receives a handle sent with `send_pool_handle` by a peer that `accept_peer` accepts; the
- * descriptor it carries is this process's own (close-on-exec), owned by the result.
- *
- * Whoever holds a pool's descriptor can map all of the pool: by default only a peer running as
- * this process's user is accepted. Every descriptor the peer sends that the result does not own is
- * closed, whatever happens: a message with several descriptors, with one where none belongs, or
- * from a refused peer (the message is read first, so nothing of it stays on the socket).
- * @param socket a connected Unix-domain socket.
- * @param accept_peer decides from the peer's credentials (`SO_PEERCRED`, recorded when the socket
- * was connected) whether to take its handle; an exception it throws propagates.
- * @throws peer_refused if `accept_peer` returns false; it names the peer.
- * @throws std::system_error when `socket` is not a Unix-domain socket, fails, or the peer closes
- * it first.
- * @throws logic_error if `accept_peer` is empty, or what arrived is not a pool handle: other
- * bytes, a record of another size, or another number of descriptors than the handle type carries.
- */
-[[nodiscard]] inline shareable_pool_handle receive_pool_handle(
-  int socket, std::function<bool(peer_credentials const&)> const& accept_peer = is_same_user)
-{
-  char const* const who = "receive_pool_handle";
-  if (!accept_peer) {
-    detail::throw_error<logic_error>(
-      who, "the peer check is empty; pass one, or leave it out to accept only this user");
-  }
-  peer_credentials const peer = detail::peer_of(socket, who);
-  detail::pool_handle_message message{};
-  detail::received_fds fds = detail::receive_with_fds(socket, &message, sizeof(message), who);
-  if (!accept_peer(peer)) {
-    detail::throw_error<peer_refused>(
-      who,
-      "the peer check refused the peer (pid " + std::to_string(peer.pid) + ", uid " +
-        std::to_string(peer.uid) + ", gid " + std::to_string(peer.gid) +
-        ") while this process runs as uid " + std::to_string(::geteuid()) +
-        "; its message was read and every descriptor that came with it closed; connect only "
-        "trusted peers, or pass receive_pool_handle a check that accepts this one",
-      peer);
-  }
-  auto const type = static_cast<allocation_handle_type>(message.type);
-  bool const tagged =
-    std::memcmp(message.tag, detail::pool_handle_message::expected_tag, sizeof(message.tag)) == 0;
-  bool const known =
-    type == allocation_handle_type::posix_file_descriptor || type == allocation_handle_type::fabric;
-  std::size_t const carried = type == allocation_handle_type::posix_file_descriptor ? 1 : 0;
-  if (tagged && known && fds.count() == carried) {
-    if (carried == 1) { return shareable_pool_handle{fds.release()}; }
-    return shareable_pool_handle{message.fabric};
-  }
-  std::string why = "its bytes are not a pool handle's";
-  if (tagged && !known) { why = "it names the handle type " + detail::handle_type_label(type); }
-  if (tagged && known) {
-    why = std::string{"a "} + detail::handle_type_name(type) + " handle comes with " +
-          std::to_string(carried) + " file descriptor" + (carried == 1 ? "" : "s") +
-          ", this one came with " + std::to_string(fds.count());
-  }
-  detail::throw_error<logic_error>(who,
-                                   "the message received is not a pool handle sent with "
-                                   "send_pool_handle: " +
-                                     why +
-                                     "; every descriptor that came with it was closed; "
-                                     "send pool handles with send_pool_handle");
-}
-
-#endif  // !defined(_WIN32)
 
 }  // namespace RMM_NEXT_ABI_NAMESPACE
 }  // namespace rmm_next

@@ -6,23 +6,22 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
-#include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/left_right_value.hpp>
 #include <rmm_next/detail/reader_indicators.hpp>
-#include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/stand_in_resource.hpp>
+#include <rmm_next/detail/thread_ref_cache.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <atomic>
 #include <concepts>
-#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -70,13 +69,6 @@ concept initial_resource_factory =
   (converts_to_ref<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
    resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
    shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
-
-/** @brief A process-unique number for each map, never reused (unlike addresses). */
-inline std::uint64_t next_map_id() noexcept
-{
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
 
 }  // namespace detail
 
@@ -228,8 +220,8 @@ class per_device_resource_map {
     // The path of a thread that read this device before and saw no write since: two loads, two
     // comparisons and a copy, no read-modify-write. Only valid devices are ever cached, so a hit
     // also proves `device` in range.
-    std::uint64_t const version = version_.load(std::memory_order_acquire);
-    cached_ref const& cached    = cache_entry(device);
+    std::uint64_t const version           = version_.load(std::memory_order_acquire);
+    detail::cached_ref<Ref> const& cached = detail::thread_cached_ref<Ref>(id_, device);
     if (cached.holds(id_, device, version)) { return cached.ref(); }
     return read(device, what);
   }
@@ -238,9 +230,9 @@ class per_device_resource_map {
   {
     // A thread keeps the ref it read last for its current context: while the context and the
     // map's version stay the same, the read is one driver call, an atomic load and a copy.
-    CUcontext const context     = detail::current_context_or_null();
-    std::uint64_t const version = version_.load(std::memory_order_acquire);
-    current_ref& cached         = current_entry();
+    CUcontext const context          = detail::current_context_or_null();
+    std::uint64_t const version      = version_.load(std::memory_order_acquire);
+    detail::current_ref<Ref>& cached = detail::thread_current_ref<Ref>();
     if (context != nullptr && cached.context == context &&
         cached.entry.holds(id_, cached.entry.device, version)) {
       return cached.entry.ref();
@@ -296,130 +288,19 @@ class per_device_resource_map {
     std::shared_ptr<void> owner;
   };
 
-  class stand_in;
+  using stand_in = detail::stand_in_resource<Ref, per_device_resource_map>;
+  friend stand_in;
 
   /** @brief What the map keeps per device: constant in size. */
   struct alignas(64) device_state {
-    std::atomic<int> active{-1};             ///< the copy readers read; -1: none yet
-    std::optional<Ref> copies[2];            ///< Left-Right: the current ref and a spare
+    detail::left_right_value<Ref> current;   ///< what readers read; none before the first use
     std::atomic<node const*> made{nullptr};  ///< `initial` once the factory made it
     std::optional<node> initial;       ///< what the factory made (written once, under the lock)
     std::optional<stand_in> deferred;  ///< stands in for `initial` before it is made
   };
 
-  /**
-   * @brief The factory's resource of one device before it exists: its first allocation makes it
-   * (through the map, as a read would) and every call forwards to it. What `set` and `reset`
-   * return for a device that had no ref yet, so that they need not make it.
-   */
-  class stand_in : public detail::compat_members<stand_in> {
-   public:
-    stand_in(per_device_resource_map const* map, int device) noexcept : map_{map}, device_{device}
-    {
-    }
-
-    [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
-    {
-      Ref target = map_->initial_ref(device_);
-      return detail::sync_allocate(target, bytes, alignment);
-    }
-    void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
-    {
-      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
-        Ref target = made->ref;  // made by the allocation of `ptr`
-        detail::sync_deallocate(target, ptr, bytes, alignment);
-      }
-    }
-    [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
-      requires detail::stream_ordered_upstream<Ref>
-    {
-      Ref target = map_->initial_ref(device_);
-      return detail::stream_allocate(target, stream, bytes, alignment);
-    }
-    void deallocate(cuda::stream_ref stream,
-                    void* ptr,
-                    std::size_t bytes,
-                    std::size_t alignment) noexcept
-      requires detail::stream_ordered_upstream<Ref>
-    {
-      if (node const* made = map_->devices_[device_].made.load(std::memory_order_acquire)) {
-        Ref target = made->ref;
-        detail::stream_deallocate(target, stream, ptr, bytes, alignment);
-      }
-    }
-    /// Compile errors for a literal 0 stream; before CCCL 3.1, CCCL 3.0's names of the members
-    /// above.
-    using detail::compat_members<stand_in>::allocate;
-    using detail::compat_members<stand_in>::deallocate;
-
-    friend bool operator==(stand_in const& lhs, stand_in const& rhs) noexcept
-    {
-      return lhs.map_ == rhs.map_ && lhs.device_ == rhs.device_;
-    }
-    // The properties a `Ref` of the map may ask for: what the factory makes has those of `Ref`.
-    friend constexpr void get_property(stand_in const&, cuda::mr::device_accessible) noexcept {}
-    friend constexpr void get_property(stand_in const&, cuda::mr::host_accessible) noexcept {}
-
-   private:
-    per_device_resource_map const* map_;
-    int device_;
-  };
-
   /** @brief Whether a `Ref` binds to the stand-in (else `set` makes the factory's resource). */
   static constexpr bool has_stand_in = std::is_constructible_v<Ref, stand_in&>;
-
-  /**
-   * @brief A ref a thread read, with where and when from. Plain storage, so that the per-thread
-   * array needs no initializer or destructor call (refs own nothing).
-   */
-  struct cached_ref {
-    std::uint64_t map_id;  ///< 0: empty (maps are numbered from 1)
-    std::uint64_t version;
-    int device;
-    alignas(Ref) unsigned char storage[sizeof(Ref)];
-
-    [[nodiscard]] bool holds(std::uint64_t id, int d, std::uint64_t v) const noexcept
-    {
-      return map_id == id && device == d && version == v;
-    }
-    [[nodiscard]] Ref const& ref() const noexcept
-    {
-      return *std::launder(reinterpret_cast<Ref const*>(storage));
-    }
-    void store(std::uint64_t id, int d, std::uint64_t v, Ref const& r)
-    {
-      if (map_id != 0) {
-        std::destroy_at(std::launder(reinterpret_cast<Ref*>(storage)));
-        map_id = 0;
-      }
-      ::new (static_cast<void*>(storage)) Ref(r);
-      map_id  = id;
-      device  = d;
-      version = v;
-    }
-  };
-
-  static constexpr std::size_t cache_entries = 8;
-
-  /** @brief A ref a thread read through `get_current`, with the context it was read in. */
-  struct current_ref {
-    cached_ref entry;
-    CUcontext context;
-  };
-
-  /** @brief This thread's `get_current` entry (one per `Ref` type, shared by the maps). */
-  static current_ref& current_entry() noexcept
-  {
-    thread_local current_ref entry;
-    return entry;
-  }
-
-  /** @brief This thread's cache entry for `device` of this map. */
-  cached_ref& cache_entry(int device) const noexcept
-  {
-    thread_local cached_ref entries[cache_entries];
-    return entries[(static_cast<std::size_t>(device) + id_) % cache_entries];
-  }
 
   /**
    * @brief The read behind a cache miss: the current copy, under a reader announcement; the
@@ -428,16 +309,8 @@ class per_device_resource_map {
   [[gnu::noinline]] Ref read(int device, std::string_view what) const
   {
     check_device(device, what);
-    device_state const& state = devices_[device];
-    std::uint64_t version     = version_.load(std::memory_order_acquire);
-    std::optional<Ref> ref;
-    {
-      auto const token = readers_.arrive();
-      if (int const active = state.active.load(std::memory_order_seq_cst); active >= 0) {
-        ref.emplace(*state.copies[active]);
-      }
-      detail::reader_indicators::depart(token);
-    }
+    std::uint64_t version  = version_.load(std::memory_order_acquire);
+    std::optional<Ref> ref = devices_[device].current.read(readers_);
     if (!ref) {
       std::lock_guard lock{write_mutex_};
       ref.emplace(current_locked(device));
@@ -445,26 +318,15 @@ class per_device_resource_map {
     }
     // `version` was read before the copy: the ref is at least as new, and a newer one makes the
     // next read miss again.
-    cache_entry(device).store(id_, device, version, *ref);
+    detail::thread_cached_ref<Ref>(id_, device).store(id_, device, version, *ref);
     return *std::move(ref);
   }
 
-  /**
-   * @brief Makes `*ref` the device's current ref (null: none, the next read runs the factory):
-   * fills the spare copy, switches readers to it, and waits until no reader copies the old one,
-   * which becomes the spare. Write lock held.
-   */
+  /** @brief Makes `*ref` the device's current ref (null: none, the next read runs the factory).
+   * Write lock held. */
   void publish(int device, Ref const* ref) const
   {
-    device_state& state = devices_[device];
-    int next            = -1;
-    if (ref != nullptr) {
-      next = state.active.load(std::memory_order_relaxed) == 0 ? 1 : 0;
-      state.copies[next].emplace(*ref);
-    }
-    state.active.store(next, std::memory_order_seq_cst);
-    version_.fetch_add(1, std::memory_order_release);
-    readers_.wait_for_readers();
+    devices_[device].current.publish(ref, version_, readers_);
   }
 
   template <class Factory>
@@ -517,10 +379,7 @@ class per_device_resource_map {
   /** @brief The ref of `device`, made by the factory if none exists. Write lock held. */
   Ref current_locked(int device) const
   {
-    device_state& state = devices_[device];
-    if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
-      return *state.copies[active];
-    }
+    if (Ref const* current = devices_[device].current.current()) { return *current; }
     return made_locked(device).ref;
   }
 
@@ -531,9 +390,7 @@ class per_device_resource_map {
     if (!state.initial) {
       state.initial.emplace(make_initial_(device));
       state.made.store(&*state.initial, std::memory_order_release);
-      if (state.active.load(std::memory_order_relaxed) < 0) {
-        publish(device, &state.initial->ref);
-      }
+      if (state.current.current() == nullptr) { publish(device, &state.initial->ref); }
     }
     return *state.initial;
   }
@@ -541,11 +398,16 @@ class per_device_resource_map {
   /** @brief The factory's ref of `device`, made now if needed (for the stand-in). */
   Ref initial_ref(int device) const
   {
-    if (node const* made = devices_[device].made.load(std::memory_order_acquire)) {
-      return made->ref;
-    }
+    if (Ref const* made = made_ref(device)) { return *made; }
     std::lock_guard lock{write_mutex_};
     return made_locked(device).ref;
+  }
+
+  /** @brief The factory's ref of `device`, null while not made (for the stand-in). */
+  Ref const* made_ref(int device) const noexcept
+  {
+    node const* made = devices_[device].made.load(std::memory_order_acquire);
+    return made != nullptr ? &made->ref : nullptr;
   }
 
   /**
@@ -555,9 +417,7 @@ class per_device_resource_map {
   Ref previous_locked(int device) const
   {
     device_state& state = devices_[device];
-    if (int const active = state.active.load(std::memory_order_relaxed); active >= 0) {
-      return *state.copies[active];
-    }
+    if (Ref const* current = state.current.current()) { return *current; }
     if constexpr (has_stand_in) {
       return Ref{*state.deferred};
     } else {
@@ -582,7 +442,8 @@ class per_device_resource_map {
     publish(device, state.initial ? &state.initial->ref : nullptr);
   }
 
-  // What every read loads, on a cache line of its own: written only by `set` and `reset`.
+  // What every read loads, on a cache line of its own: written only by `set` and `reset`. The
+  // number keys the thread's cached refs (detail/thread_ref_cache.hpp).
   alignas(64) std::uint64_t const id_{detail::next_map_id()};
   mutable std::atomic<std::uint64_t> version_{0};  ///< bumped by every publication, any device
   alignas(64) std::function<node(int)> make_initial_;

@@ -5,6 +5,10 @@
 #pragma once
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/allocation_handle_type.hpp>
+#include <rmm_next/current_pool.hpp>  // the other pool choices, for code that includes only this
+#include <rmm_next/default_pool.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <cuda_runtime_api.h>
@@ -14,32 +18,6 @@
 
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
-
-/**
- * @brief Selects the driver's *current* pool for the resource's location
- * (`cudaMemGetMemPool`): the pool every `cudaMallocAsync` user shares, honouring
- * `cudaMemSetMemPool`. This is what default-constructed resources use.
- */
-struct current_pool {
-  /// Release threshold to set on the pool. Without one, a threshold of 0 is raised to UINT64_MAX.
-  std::optional<std::size_t> release_threshold{};
-};
-
-/** @brief Selects the driver's default pool for the resource's location
- * (`cudaMemGetDefaultMemPool`), whatever `cudaMemSetMemPool` made current. */
-struct default_pool {
-  /// Release threshold to set on the pool. Without one, a threshold of 0 is raised to UINT64_MAX.
-  std::optional<std::size_t> release_threshold{};
-};
-
-/** @brief The kinds of OS handle an owned pool's memory can be exported as (for IPC). */
-enum class allocation_handle_type : int {
-  none                  = cudaMemHandleTypeNone,
-  posix_file_descriptor = cudaMemHandleTypePosixFileDescriptor,
-  win32                 = cudaMemHandleTypeWin32,
-  win32_kmt             = cudaMemHandleTypeWin32Kmt,
-  fabric                = cudaMemHandleTypeFabric,
-};
 
 /**
  * @brief Options of a pool that a resource creates and owns (`cudaMemPoolCreate`).

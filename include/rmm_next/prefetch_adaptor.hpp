@@ -9,7 +9,6 @@
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/device_id.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
@@ -17,6 +16,7 @@
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>

@@ -42,7 +42,7 @@ using rmm_next::async_device_resource;
 template <class Resource>
 std::string name_of(Resource const& r)
 {
-  return rmm_next::detail::allocation_name(Resource::kind, r.device(), r.pool_handle()).data();
+  return rmm_next::detail::allocation_name({Resource::kind, r.device()}, r.pool_handle()).data();
 }
 
 class nvtx_gpu_test : public ::testing::Test {

@@ -172,7 +172,7 @@ TEST(nvtx_names, AllocationNamesAreShortPrintableAscii)
   auto* const pool = reinterpret_cast<cudaMemPool_t>(std::uintptr_t{0x7fffffffeff0});
   for (memory_kind kind : {memory_kind::device, memory_kind::managed, memory_kind::pinned}) {
     for (int device : {0, 7, 15, 1023}) {
-      std::string const name = rmm_next::detail::allocation_name(kind, device, pool).data();
+      std::string const name = rmm_next::detail::allocation_name({kind, device}, pool).data();
       EXPECT_GE(name.size(), 1U);
       EXPECT_LE(name.size(), 49U) << name;
       for (char c : name) {
@@ -182,7 +182,7 @@ TEST(nvtx_names, AllocationNamesAreShortPrintableAscii)
       EXPECT_NE(name.find("dev " + std::to_string(device)), std::string::npos) << name;
     }
   }
-  EXPECT_EQ(std::string{rmm_next::detail::allocation_name(memory_kind::device, 3, pool).data()},
+  EXPECT_EQ(std::string{rmm_next::detail::allocation_name({memory_kind::device, 3}, pool).data()},
             "async_device_resource dev 3 pool 0x7fffffffeff0");
 }
 

@@ -24,23 +24,16 @@ set(nvtx_injection_env "NVTX_INJECTION64_PATH=$<TARGET_FILE:rmm_next_nvtx_inject
 # nvtx_off_tu.cpp shares the program with NVTX off.
 set_source_files_properties(${nvtx_dir}/nvtx_off_tu.cpp PROPERTIES COMPILE_DEFINITIONS
                                                                    RMM_NEXT_DISABLE_NVTX)
-add_executable(nvtx_test ${nvtx_dir}/nvtx_test.cpp ${nvtx_dir}/nvtx_off_tu.cpp)
-target_link_libraries(nvtx_test PRIVATE GTest::gtest_main)
-
-add_executable(nvtx_gpu_test ${nvtx_dir}/nvtx_gpu_test.cu
-                             ${CMAKE_CURRENT_SOURCE_DIR}/support/gpu_test_main.cpp)
-
+rmm_next_add_test(NAME nvtx_test LABEL cpu SOURCES ${nvtx_dir}/nvtx_test.cpp ${nvtx_dir}/nvtx_off_tu.cpp
+                  LIBRARIES rmm_next_nvtx_injection ENVIRONMENT ${nvtx_injection_env})
+rmm_next_add_test(NAME nvtx_gpu_test LABEL gpu SOURCES ${nvtx_dir}/nvtx_gpu_test.cu
+                  LIBRARIES rmm_next_nvtx_injection ENVIRONMENT ${nvtx_injection_env})
 foreach(program IN ITEMS nvtx_test nvtx_gpu_test)
   target_include_directories(${program} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${nvtx_dir})
-  target_link_libraries(${program} PRIVATE rmm-next::rmm-next rmm_next_nvtx_injection GTest::gtest)
   # Used when the program runs outside CTest (trace.hpp).
   target_compile_definitions(
     ${program} PRIVATE RMM_NEXT_TEST_NVTX_INJECTION="$<TARGET_FILE:rmm_next_nvtx_injection>")
-  rmm_next_enable_warnings(${program})
-  add_test(NAME ${program} COMMAND ${program})
 endforeach()
-set_tests_properties(nvtx_test PROPERTIES LABELS cpu ENVIRONMENT "${nvtx_injection_env}")
-rmm_next_gpu_test(nvtx_gpu_test ENVIRONMENT ${nvtx_injection_env})
 
 # compute-sanitizer takes the place of the injection library here: no NVTX_INJECTION64_PATH.
 find_program(RMM_NEXT_COMPUTE_SANITIZER compute-sanitizer

@@ -20,34 +20,20 @@ foreach(lib IN ITEMS per_device_library_a per_device_library_b per_device_librar
   rmm_next_enable_warnings(${lib})
 endforeach()
 
-add_executable(per_device_two_libraries ${per_device_dir}/two_libraries_main.cpp)
-target_include_directories(per_device_two_libraries PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-                                                            ${CMAKE_CURRENT_SOURCE_DIR}/support)
-target_link_libraries(per_device_two_libraries PRIVATE rmm-next::rmm-next per_device_library_a
-                                                       per_device_library_b
-                                                       per_device_library_other_abi)
-rmm_next_enable_warnings(per_device_two_libraries)
-add_test(NAME per_device_two_libraries COMMAND per_device_two_libraries)
-set_tests_properties(per_device_two_libraries PROPERTIES LABELS cpu)
-add_test(NAME per_device_two_libraries_gpu COMMAND per_device_two_libraries --with-device)
-rmm_next_gpu_test(per_device_two_libraries_gpu)
+rmm_next_add_test(NAME per_device_two_libraries LABEL cpu OWN_MAIN
+                  SOURCES ${per_device_dir}/two_libraries_main.cpp
+                  LIBRARIES per_device_library_a per_device_library_b per_device_library_other_abi)
+rmm_next_register_test(per_device_two_libraries_gpu gpu "" per_device_two_libraries --with-device)
 
 # Exiting with resources still set: status 0 and nothing reported.
-add_executable(per_device_exit_cpu ${per_device_dir}/exit_cpu.cpp)
-add_executable(per_device_exit_gpu ${per_device_dir}/exit_gpu.cu)
-foreach(program IN ITEMS per_device_exit_cpu per_device_exit_gpu)
+rmm_next_add_test(NAME per_device_exit_cpu LABEL cpu OWN_MAIN SOURCES ${per_device_dir}/exit_cpu.cpp
+                  MODES return exit)
+rmm_next_add_test(NAME per_device_exit_gpu LABEL gpu OWN_MAIN SOURCES ${per_device_dir}/exit_gpu.cu
+                  MODES return exit)
+foreach(program IN ITEMS per_device_two_libraries per_device_exit_cpu per_device_exit_gpu)
   target_include_directories(${program} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
                                                 ${CMAKE_CURRENT_SOURCE_DIR}/support)
-  target_link_libraries(${program} PRIVATE rmm-next::rmm-next)
-  rmm_next_enable_warnings(${program})
-  foreach(mode IN ITEMS return exit)
-    add_test(NAME ${program}.${mode} COMMAND ${program} ${mode})
-    set_tests_properties(${program}.${mode} PROPERTIES FAIL_REGULAR_EXPRESSION
-                                                       "${per_device_fail_regex}")
-    if(program MATCHES "_gpu$")
-      rmm_next_gpu_test(${program}.${mode})
-    else()
-      set_tests_properties(${program}.${mode} PROPERTIES LABELS cpu)
-    endif()
-  endforeach()
 endforeach()
+set_tests_properties(per_device_exit_cpu.return per_device_exit_cpu.exit per_device_exit_gpu.return
+                     per_device_exit_gpu.exit PROPERTIES FAIL_REGULAR_EXPRESSION
+                                                         "${per_device_fail_regex}")

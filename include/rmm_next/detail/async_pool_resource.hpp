@@ -166,7 +166,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
   [[nodiscard]] cudaMemPool_t pool_handle() const noexcept { return pool_; }
 
   /** @brief The device the resource was made for. */
-  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] int device() const noexcept { return state_->device(); }
 
   /** @brief The pool's statistics, read from its attributes now. */
   [[nodiscard]] pool_statistics statistics() const
@@ -195,8 +195,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
 
  protected:
   explicit async_pool_resource(pool_binding binding) noexcept
-    : pool_{binding.pool},
-      device_{binding.device},
+    : pool_{binding.state->pool()},
       check_streams_{binding.check_streams},
       state_{std::move(binding.state)}
   {
@@ -212,24 +211,25 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
                                   std::optional<int> device,
                                   std::vector<int> const* accessible_devices)
   {
-    int id{};
+    pool_target target{};
     if constexpr (std::is_same_v<Source, cudaMemPool_t>) {
-      id = resolve_view_device(Derived::kind, source, device);  // the pool's device
+      target = resolve_view_device(Derived::kind, source, device);  // the pool's device
     } else {
-      id = resolve_device(Derived::kind, device);
+      target = resolve_device(Derived::kind, device);
     }
     // The runtime calls below make the current device's context on a thread that has none:
-    // with `id` current, that is `id`'s, never device 0's.
-    device_guard const on_device{id};
-    pool_binding binding = acquire_pool(Derived::kind, id, source);
+    // with the resource's device current, that is its context, never device 0's.
+    device_guard const on_device{target.device};
+    pool_binding binding     = acquire_pool(target, source);
+    cudaMemPool_t const pool = binding.state->pool();
     if constexpr (Derived::kind == memory_kind::pinned) {
-      grant_device_access(binding.pool, accessible_devices);
+      grant_device_access(pool, accessible_devices);
     }
     // With one device every stream is the resource's; managed memory is usable from any device.
     binding.check_streams =
       Derived::kind != memory_kind::managed && device_count(resource_name(Derived::kind)) > 1;
     // Last: a pool others share is changed only by a construction that succeeds.
-    if (binding.adopted) { adopt_release_threshold(binding.pool, binding.release_threshold); }
+    if (binding.adopted) { adopt_release_threshold(pool, binding.release_threshold); }
     return binding;
   }
 
@@ -258,7 +258,7 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
     void* ptr{};
     if (cudaError_t const s = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream);
         s != cudaSuccess) {
-      throw_allocation_failure(Derived::kind, s, bytes, device_, stream);
+      throw_allocation_failure(state_->target(), s, bytes, stream);
     }
     // Graph memory (an allocation during capture) is no allocation yet to the tools, which
     // refuse a name for it. Without a tool the naming does nothing and the question is not asked.
@@ -289,12 +289,14 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
       if (!stream_is_eager(stream)) { return; }
       on = stream_device(stream);
     }
-    if (!is_device_id(on) || on == device_) { return; }
-    if (!state_->accessible_from(on)) { throw_device_mismatch(Derived::kind, device_, on); }
+    if (!is_device_id(on) || on == state_->device()) { return; }
+    if (!state_->accessible_from(on)) { throw_device_mismatch(state_->target(), on); }
   }
 
+  // The pool, read on every allocation and comparison, is kept here as well as in `state_` (its
+  // owner, with the device): the hot path follows no pointer. The class keeps its size (the
+  // device's old slot is padding).
   cudaMemPool_t pool_;
-  int device_;
   bool check_streams_;
   std::shared_ptr<pool_state> state_;
 };

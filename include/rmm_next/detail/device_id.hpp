@@ -5,9 +5,9 @@
 #pragma once
 
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/throw_error.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda_runtime_api.h>
 

@@ -15,7 +15,8 @@
 /**
  * @file
  * @brief The kind of memory a pool hands out, the one thing that sets the three async resources
- * apart, and what follows from it: the resource's name, the allocation type, the name tools see.
+ * apart, and what follows from it: the resource's name, the allocation type, the name tools see;
+ * with the device, what a pool serves (`pool_target`).
  */
 
 namespace rmm_next {
@@ -24,6 +25,16 @@ namespace detail {
 
 /** @brief What a pool hands out: the one thing that sets the three async resources apart. */
 enum class memory_kind { device, managed, pinned };
+
+/**
+ * @brief What a pool serves: a kind of memory for one device (for pinned memory, the device whose
+ * stream and context the resource uses). Travels as one value from the device's resolution to the
+ * pool's state, which keeps it.
+ */
+struct pool_target {
+  memory_kind kind;
+  int device;
+};
 
 /** @brief The public class name of the resource of `kind`, for messages. */
 constexpr char const* resource_name(memory_kind kind) noexcept
@@ -53,8 +64,9 @@ inline cudaMemAllocationType allocation_type(memory_kind) noexcept
  * and pool, "async_device_resource dev 0 pool 0x7f3a2c000b40", or without the pool where that
  * would exceed the 49 printable ASCII characters compute-sanitizer accepts.
  */
-inline std::array<char, 50> allocation_name(memory_kind kind, int device, cudaMemPool_t pool)
+inline std::array<char, 50> allocation_name(pool_target target, cudaMemPool_t pool)
 {
+  auto const [kind, device] = target;
   std::array<char, 50> name{};
   int const n = std::snprintf(name.data(),
                               name.size(),

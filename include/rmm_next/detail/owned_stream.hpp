@@ -6,9 +6,9 @@
 
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>

@@ -6,9 +6,8 @@
 
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/pool_attributes.hpp>
 #include <rmm_next/detail/pool_errors.hpp>
@@ -17,6 +16,7 @@
 #include <rmm_next/detail/pool_support.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>
 #include <rmm_next/pool_options.hpp>
 
 #include <cuda_runtime_api.h>
@@ -31,9 +31,10 @@
  * @file
  * @brief How a resource gets its device and its pool: the device it works for (the one named or
  * the current one, or for a viewed pool the device the pool belongs to), validated and checked
- * for support (`resolve_device`, `resolve_view_device`); then one of four ways to acquire the pool
- * (`acquire_pool`): the driver's current or default pool, a pool it creates from `pool_options`
- * (`create_pool`), or a view of a caller's `cudaMemPool_t`.
+ * for support (`resolve_device`, `resolve_view_device`), which with the kind of memory makes the
+ * pool's `pool_target`; then one of four ways to acquire the pool for it (`acquire_pool`): the
+ * driver's current or default pool, a pool it creates from `pool_options` (`create_pool`), or a
+ * view of a caller's `cudaMemPool_t`.
  */
 
 namespace rmm_next {
@@ -42,12 +43,12 @@ namespace detail {
 
 // ---- The device ------------------------------------------------------------------------------
 
-/** @brief The device the resource works for: `device`, or the current one; validated. */
-inline int resolve_device(memory_kind kind, std::optional<int> device)
+/** @brief What the resource works for: `kind` on `device`, or on the current one; validated. */
+inline pool_target resolve_device(memory_kind kind, std::optional<int> device)
 {
-  int const id = device_or_current(device, resource_name(kind));
-  check_support(kind, id);
-  return id;
+  pool_target const target{kind, device_or_current(device, resource_name(kind))};
+  check_support(target);
+  return target;
 }
 
 /**
@@ -57,7 +58,9 @@ inline int resolve_device(memory_kind kind, std::optional<int> device)
  * caller names must have that access; when several devices have it (peer access granted), the
  * caller must name one. Other kinds of pool: as `resolve_device`.
  */
-inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::optional<int> device)
+inline pool_target resolve_view_device(memory_kind kind,
+                                       cudaMemPool_t pool,
+                                       std::optional<int> device)
 {
   if (kind != memory_kind::device || pool == nullptr) { return resolve_device(kind, device); }
   int const count = device_count(resource_name(kind));
@@ -81,11 +84,12 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
       "the viewed pool is accessible from devices " + listed +
         ", so its own device cannot be told; name it: " + resource_name(kind) + "{pool, device}");
   }
-  int const id = device          ? *device
-                 : users.empty() ? current_device(resource_name(kind))
-                                 : users.front();
-  check_support(kind, id);
-  return id;
+  pool_target const target{kind,
+                           device          ? *device
+                           : users.empty() ? current_device(resource_name(kind))
+                                           : users.front()};
+  check_support(target);
+  return target;
 }
 
 // ---- A pool the resource creates ----------------------------------------------------------------
@@ -94,8 +98,9 @@ inline int resolve_view_device(memory_kind kind, cudaMemPool_t pool, std::option
  * @brief Creates a pool from `opts` that the resource owns: checks the options and the device's
  * support, creates it, sets its release threshold and primes `initial_pool_size` once.
  */
-inline pool_binding create_pool(memory_kind kind, int device, pool_options const& opts)
+inline pool_binding create_pool(pool_target target, pool_options const& opts)
 {
+  auto const [kind, device] = target;
   if (opts.maximum_pool_size && opts.initial_pool_size &&
       *opts.initial_pool_size > *opts.maximum_pool_size) {
     throw_error<logic_error>(resource_name(kind),
@@ -127,7 +132,7 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
   cudaMemPoolProps props{};
   props.allocType   = allocation_type(kind);
   props.handleTypes = static_cast<cudaMemAllocationHandleType>(opts.export_handle_type);
-  props.location    = opts.location.value_or(default_location(kind, device));
+  props.location    = opts.location.value_or(default_location(target));
   props.maxSize     = opts.maximum_pool_size.value_or(0);
   if (opts.hardware_decompress) {
 #ifdef cudaMemPoolCreateUsageHwDecompress
@@ -171,7 +176,7 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
     throw_cuda_error(s, "cudaMemPoolCreate", resource_name(kind));
   }
   // From here the pool is owned, and destroyed if anything below throws.
-  pool_binding binding = bind(kind, pool, device, owned_pool{pool});
+  pool_binding binding = bind(target, pool, owned_pool{pool});
   set_pool_attribute(
     pool, cudaMemPoolAttrReleaseThreshold, opts.release_threshold.value_or(keep_all_threshold));
   if (opts.initial_pool_size && *opts.initial_pool_size > 0) {
@@ -195,17 +200,18 @@ inline pool_binding create_pool(memory_kind kind, int device, pool_options const
 
 /**
  * @brief The driver's current pool (`current_pool`: `cudaMemGetMemPool`) or default pool
- * (`default_pool`: `cudaMemGetDefaultMemPool`) of `kind` for `device`; before CUDA 13.0, the
- * device's (`cudaDeviceGetMemPool`, `cudaDeviceGetDefaultMemPool`).
+ * (`default_pool`: `cudaMemGetDefaultMemPool`) for `target`; before CUDA 13.0, the device's
+ * (`cudaDeviceGetMemPool`, `cudaDeviceGetDefaultMemPool`).
  */
 template <class Source>
   requires std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool>
-cudaMemPool_t driver_pool(memory_kind kind, int device, Source const&)
+cudaMemPool_t driver_pool(pool_target target, Source const&)
 {
-  constexpr bool current = std::is_same_v<Source, current_pool>;
+  auto const [kind, device] = target;
+  constexpr bool current    = std::is_same_v<Source, current_pool>;
   cudaMemPool_t pool{};
 #if CUDART_VERSION >= 13000
-  cudaMemLocation loc = default_location(kind, device);
+  cudaMemLocation loc = default_location(target);
   if constexpr (current) {
     RMM_NEXT_CUDA_TRY(cudaMemGetMemPool(&pool, &loc, allocation_type(kind)), resource_name(kind));
   } else {
@@ -222,36 +228,36 @@ cudaMemPool_t driver_pool(memory_kind kind, int device, Source const&)
   return pool;
 }
 
-/** @brief Binds the driver's current or default pool of `kind` for `device`. */
+/** @brief Binds the driver's current or default pool for `target`. */
 template <class Source>
   requires std::is_same_v<Source, current_pool> || std::is_same_v<Source, default_pool>
-pool_binding acquire_pool(memory_kind kind, int device, Source const& src)
+pool_binding acquire_pool(pool_target target, Source const& src)
 {
 #if CUDART_VERSION < 13000
-  if (kind == memory_kind::pinned) {
+  if (target.kind == memory_kind::pinned) {
     // No host pool is current or default before CUDA 13.0: the resource creates its own.
-    return create_pool(kind, device, pool_options{.release_threshold = src.release_threshold});
+    return create_pool(target, pool_options{.release_threshold = src.release_threshold});
   }
 #endif
-  pool_binding binding      = bind(kind, driver_pool(kind, device, src), device);
+  pool_binding binding      = bind(target, driver_pool(target, src));
   binding.adopted           = true;
   binding.release_threshold = src.release_threshold;
   return binding;
 }
 
 /** @brief Binds a pool the caller owns; it is never modified beyond access grants nor destroyed. */
-inline pool_binding acquire_pool(memory_kind kind, int device, cudaMemPool_t pool)
+inline pool_binding acquire_pool(pool_target target, cudaMemPool_t pool)
 {
   if (pool == nullptr) {
-    throw_error<logic_error>(resource_name(kind), "the cudaMemPool_t to view is null");
+    throw_error<logic_error>(resource_name(target.kind), "the cudaMemPool_t to view is null");
   }
-  return bind(kind, pool, device);
+  return bind(target, pool);
 }
 
 /** @brief Creates a pool from `opts` that the resource owns. */
-inline pool_binding acquire_pool(memory_kind kind, int device, pool_options const& opts)
+inline pool_binding acquire_pool(pool_target target, pool_options const& opts)
 {
-  return create_pool(kind, device, opts);
+  return create_pool(target, opts);
 }
 
 }  // namespace detail

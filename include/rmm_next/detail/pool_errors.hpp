@@ -6,7 +6,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/handle_types.hpp>
+#include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
@@ -49,12 +49,12 @@ namespace detail {
  * pool is exhausted, `not_supported` for a host pool during capture, `cuda_error` for a lost
  * context, `bad_alloc` otherwise.
  */
-[[noreturn]] inline void throw_allocation_failure(memory_kind kind,
+[[noreturn]] inline void throw_allocation_failure(pool_target target,
                                                   cudaError_t status,
                                                   std::size_t bytes,
-                                                  int device,
                                                   cudaStream_t stream = nullptr)
 {
+  auto const [kind, device] = target;
   if (is_sticky_error(status)) {
     // Not a failed allocation: earlier work broke the context, and nothing will work again.
     throw_cuda_error(status, "cudaMallocFromPoolAsync", resource_name(kind));
@@ -85,17 +85,16 @@ namespace detail {
   throw_error<bad_alloc>(resource_name(kind), failed);
 }
 
-/** @brief Throws `device_mismatch` for a stream of `stream_device` given to a resource of
- * `resource_device` whose pool that device has no access to. */
-[[noreturn]] inline void throw_device_mismatch(memory_kind kind,
-                                               int resource_device,
-                                               int stream_device)
+/** @brief Throws `device_mismatch` for a stream of `stream_device` given to a resource for
+ * `target` whose pool that device has no access to. */
+[[noreturn]] inline void throw_device_mismatch(pool_target target, int stream_device)
 {
-  std::string const mine   = "device " + std::to_string(resource_device);
-  std::string const theirs = "device " + std::to_string(stream_device);
-  std::string const memory = kind == memory_kind::pinned
-                               ? "pinned host memory of the resource on " + mine
-                               : mine + " memory";
+  auto const [kind, resource_device] = target;
+  std::string const mine             = "device " + std::to_string(resource_device);
+  std::string const theirs           = "device " + std::to_string(stream_device);
+  std::string const memory           = kind == memory_kind::pinned
+                                         ? "pinned host memory of the resource on " + mine
+                                         : mine + " memory";
   throw_error<device_mismatch>(std::string{resource_name(kind)} + "::allocate",
                                "device_mismatch: given a stream of " + theirs + ", but " + theirs +
                                  " has no access to the " + memory +

@@ -6,9 +6,9 @@
 
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -26,9 +26,10 @@ namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
-/** @brief The location a pool of `kind` for `device` lives at, unless told otherwise. */
-inline cudaMemLocation default_location(memory_kind kind, int device)
+/** @brief The location a pool for `target` lives at, unless told otherwise. */
+inline cudaMemLocation default_location(pool_target target)
 {
+  auto const [kind, device] = target;
   cudaMemLocation loc{};
   if (kind != memory_kind::pinned) {
     loc.type = cudaMemLocationTypeDevice;

@@ -6,12 +6,12 @@
 
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
-#include <rmm_next/detail/error_macros.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/error_macros.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -26,8 +26,9 @@
 
 /**
  * @file
- * @brief What the copies of one resource share (`pool_state`: the pool, its ownership, the stream
- * of `allocate_sync`) and the binding of a chosen pool to it (`pool_binding`, `bind`).
+ * @brief What the copies of one resource share (`pool_state`: the pool, what it serves, its
+ * ownership, the stream of `allocate_sync`) and the binding of a chosen pool to it
+ * (`pool_binding`, `bind`).
  */
 
 namespace rmm_next {
@@ -53,19 +54,20 @@ using owned_pool = std::unique_ptr<std::remove_pointer_t<cudaMemPool_t>, pool_de
 
 /**
  * @brief What the copies of one resource share: the pool (destroyed with the last copy when the
- * resource created it) and the stream on which `allocate_sync` works.
+ * resource created it), the kind and device it serves, and the stream on which `allocate_sync`
+ * works. The one owner of the pool and the device: bindings and resources read them here.
  */
 class pool_state {
  public:
   /** @brief `owner` owns `pool` when the resource created it, else is empty. */
-  pool_state(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner)
+  pool_state(pool_target target, cudaMemPool_t pool, owned_pool owner)
     : pool_{pool},
       owner_{std::move(owner)},
-      device_{device},
-      allocation_name_{detail::allocation_name(kind, device, pool)}
+      target_{target},
+      allocation_name_{detail::allocation_name(target, pool)}
   {
     // Synchronous allocations run on it. If this throws, `owner_` destroys the pool.
-    stream_.emplace(device);
+    stream_.emplace(target.device);
   }
 
   pool_state(pool_state const&)            = delete;
@@ -80,10 +82,19 @@ class pool_state {
     }
     // On the pool's device: on a thread without a current context, the runtime would otherwise
     // make device 0's primary context for these calls.
-    device_guard const on_device{device_, std::nothrow};
+    device_guard const on_device{target_.device, std::nothrow};
     stream_.reset();
     owner_.reset();  // destroys an owned pool
   }
+
+  /** @brief The pool. */
+  [[nodiscard]] cudaMemPool_t pool() const noexcept { return pool_; }
+
+  /** @brief The kind of memory and the device the pool serves. */
+  [[nodiscard]] pool_target target() const noexcept { return target_; }
+
+  /** @brief The device the resource works for. */
+  [[nodiscard]] int device() const noexcept { return target_.device; }
 
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_->get(); }
 
@@ -113,16 +124,15 @@ class pool_state {
  private:
   cudaMemPool_t pool_;
   owned_pool owner_;
-  int device_;                                ///< the device the resource works for
+  pool_target target_;                        ///< the kind and the device the resource works for
   std::optional<owned_stream> stream_;        ///< the resource's own (never empty once constructed)
   std::atomic<std::uint64_t> accessible_{0};  ///< devices known to have read-write access
   std::array<char, 50> allocation_name_;
 };
 
-/** @brief A pool chosen for a resource: the handle and its shared state. */
+/** @brief A pool chosen for a resource: its shared state (the pool, the device), and what the
+ * construction still does with it. */
 struct pool_binding {
-  cudaMemPool_t pool{};
-  int device{};
   std::shared_ptr<pool_state> state;
   bool check_streams{false};  ///< whether `allocate` checks the stream's device
   /// The driver's current or default pool, shared with others: the release-threshold rule
@@ -133,10 +143,9 @@ struct pool_binding {
 
 /** @brief Binds `pool`; `owner` owns it when the resource created it (and destroys it if this
  * throws). */
-inline pool_binding bind(memory_kind kind, cudaMemPool_t pool, int device, owned_pool owner = {})
+inline pool_binding bind(pool_target target, cudaMemPool_t pool, owned_pool owner = {})
 {
-  return pool_binding{
-    pool, device, std::make_shared<pool_state>(kind, pool, device, std::move(owner))};
+  return pool_binding{std::make_shared<pool_state>(target, pool, std::move(owner))};
 }
 
 }  // namespace detail

@@ -26,12 +26,13 @@ inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 /**
- * @brief Checks at run time that `device` and the driver support pools of `kind`; throws
+ * @brief Checks at run time that the device and the driver support pools for `target`; throws
  * `not_supported` naming the feature, what it needs and what was found.
  */
-inline void check_support(memory_kind kind, int device)
+inline void check_support(pool_target target)
 {
-  auto const dev = "device " + std::to_string(device);
+  auto const [kind, device] = target;
+  auto const dev            = "device " + std::to_string(device);
   if (device_attribute(cudaDevAttrMemoryPoolsSupported, device) == 0) {
     throw_not_supported(kind,
                         "stream-ordered memory pools need a device with "

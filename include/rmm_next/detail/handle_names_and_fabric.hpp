@@ -4,8 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/allocation_handle_type.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/pool_options.hpp>
 
 #include <cuda_runtime_api.h>
 
