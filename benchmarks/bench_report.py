@@ -645,6 +645,30 @@ def adaptor_section(res: Results, summary: list[str]) -> list[str]:
     return out + [""]
 
 
+def nccl_section(path: Path) -> list[str]:
+    """nccl_allreduce_bench's nccl_allreduce.json: one row per buffer kind and size."""
+    data = json.loads(path.read_text())
+    ranks = int(data.get("ranks", 1))
+    out = intro(
+        "NCCL all-reduce bus bandwidth",
+        f"`benchmarks/nccl_allreduce_bench`, {ranks} rank(s) (one process per GPU), NCCL "
+        f"{data.get('nccl_version', '?')}, on {data.get('device', '?')}: `ncclAllReduce` (float "
+        "sum) over `cudaMalloc` buffers, `ncclMemAlloc` buffers registered with "
+        "`ncclCommRegister`, and `vmm_resource` buffers registered through `nccl_registered` "
+        "(`rmm_next/nccl.hpp`), in one run. Time: the slowest rank's mean over the timed "
+        "iterations; algbw = bytes / time; busbw = algbw × 2 (n − 1) / n, as nccl-tests reports "
+        "it, which is 0 for one rank (a one-rank all-reduce is a device copy). *wrong*: elements "
+        "that differ from the expected sum, counted on the device.",
+    )
+    rows = [[r["kind"], size_label(int(r["bytes"])), fmt(float(r["time_us"]), 1),
+             fmt(float(r["algbw_GBps"]), 1), fmt(float(r["busbw_GBps"]), 1),
+             "yes" if r.get("registered") else "no", str(int(r.get("wrong", 0)))]
+            for r in data.get("rows", [])]
+    out += table(["buffers", "size", "time µs", "algbw GB/s", "busbw GB/s", "registered",
+                  "wrong"], rows, align=["l", "r", "r", "r", "r", "l", "r"])
+    return out + [""]
+
+
 def load_replays(replay_dir: Path) -> dict[str, list[tuple[str, dict]]]:
     """run_replay.sh's replay_<trace>_<resource>.json files: trace -> [(resource, run)]."""
     traces: dict[str, list[tuple[str, dict]]] = defaultdict(list)
@@ -983,6 +1007,8 @@ def main() -> int:
                         help="ns per get_current_device_resource_ref() call, at 1 and 16 threads")
     parser.add_argument("--replay", type=Path, default=None,
                         help="a directory of run_replay.sh output (replay_<trace>_<resource>.json)")
+    parser.add_argument("--nccl", type=Path, default=None,
+                        help="the nccl_allreduce.json of benchmarks/nccl_allreduce_bench")
     parser.add_argument("--fragmentation", type=Path, default=None,
                         help="the fragmentation.md of benchmarks/python/fragmentation.py")
     args = parser.parse_args()
@@ -1067,6 +1093,8 @@ def main() -> int:
         traces = load_replays(args.replay)
         args.docs.mkdir(parents=True, exist_ok=True)
         body += replay_section(traces, replay_chart(traces, args.docs / "replay.png"))
+    if args.nccl is not None:
+        body += nccl_section(args.nccl)
     if args.fragmentation is not None:
         body += intro(
             "Fragmentation under PyTorch training",

@@ -63,6 +63,24 @@ def test_a_loop_that_is_slower_even_at_its_best_is_reported():
     assert "1.406" in rows[1]  # 900 / 640
 
 
+def test_the_nccl_section_has_a_row_per_kind_and_size():
+    rows = [{"kind": kind, "bytes": 1 << 20, "ranks": 2, "iterations": 20, "time_us": 40.0,
+             "algbw_GBps": 26.2, "busbw_GBps": 26.2, "wrong": 0, "registered": kind != "cudaMalloc"}
+            for kind in ("cudaMalloc", "ncclMemAlloc", "vmm_resource")]
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "nccl_allreduce.json"
+        path.write_text(json.dumps({"benchmark": "nccl_allreduce", "nccl_version": 22809,
+                                    "device": "GPU", "ranks": 2, "rows": rows}))
+        lines = bench_report.nccl_section(path)
+    assert lines[0] == "## NCCL all-reduce bus bandwidth", lines[0]
+    table_rows = [line for line in lines if line.startswith("| ") and "MiB" in line]
+    assert table_rows == [
+        "| cudaMalloc | 1 MiB | 40.0 | 26.2 | 26.2 | no | 0 |",
+        "| ncclMemAlloc | 1 MiB | 40.0 | 26.2 | 26.2 | yes | 0 |",
+        "| vmm_resource | 1 MiB | 40.0 | 26.2 | 26.2 | yes | 0 |",
+    ], table_rows
+
+
 if __name__ == "__main__":
     failures = 0
     for name, fn in list(globals().items()):
