@@ -1045,7 +1045,11 @@ def main() -> int:
         f"| host | {gb_context.get('num_cpus', '?')} CPUs at "
         f"{gb_context.get('mhz_per_cpu', '?')} MHz; Google Benchmark "
         f"{gb_context.get('library_build_type', '?')} build |",
-        f"| method | {context.get('repetitions', '?')} repetitions, random interleaving, "
+        f"| method | {context.get('repetitions', '?')} repetitions"
+        + (f" ({context['check_repetitions']} for the latency and thread-scaling tables)"
+           if context.get("check_repetitions", context.get("repetitions")) != context.get("repetitions")
+           else "")
+        + ", random interleaving, "
         f"min time {context.get('min_time', '?')} s per repetition; medians |",
     ]
     if context.get("git_commit"):

@@ -13,6 +13,10 @@
 #              (default: the repository's docs/)
 # Environment:
 #   RMM_NEXT_BENCH_REPETITIONS  repetitions of each benchmark (default 5)
+#   RMM_NEXT_BENCH_CHECK_REPETITIONS  repetitions of alloc_free and thread_scaling, at least
+#                               RMM_NEXT_BENCH_REPETITIONS (default 10): their 1-thread check
+#                               compares fastest repetitions, and a run catches the machine's
+#                               fast periods only with enough of them
 #   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
 #   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
 #   RMM_NEXT_BENCH_ALLOW_DEBUG  1: run even when Google Benchmark is a debug build
@@ -39,6 +43,8 @@ mkdir -p "$2" || exit 1
 out_dir=$(cd "$2" && pwd)
 docs_dir=${3:-$root/docs}
 repetitions=${RMM_NEXT_BENCH_REPETITIONS:-5}
+check_repetitions=${RMM_NEXT_BENCH_CHECK_REPETITIONS:-10}
+[[ $check_repetitions -lt $repetitions ]] && check_repetitions=$repetitions
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
 benchmarks=(alloc_free thread_scaling random_allocations allocate_sync per_device_resource_map
@@ -76,7 +82,7 @@ smi_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/
 nvcc_version=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\), \(V[0-9.]*\).*/\1 (\2)/p')
 commit=${RMM_NEXT_BENCH_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || true)}
 GPU_CSV=$gpu_csv SMI_CUDA=$smi_cuda NVCC_VERSION=$nvcc_version COMMIT=$commit \
-REPETITIONS=$repetitions GBENCH_BUILD=$gbench_build \
+REPETITIONS=$repetitions CHECK_REPETITIONS=$check_repetitions GBENCH_BUILD=$gbench_build \
 python3 - "$out_dir/context.json" <<'EOF' || exit 1
 import datetime, json, os, sys
 name, _, driver = os.environ["GPU_CSV"].partition(",")
@@ -87,6 +93,7 @@ ctx = {
     "driver_cuda_version": os.environ["SMI_CUDA"] or "unknown",
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     "repetitions": int(os.environ["REPETITIONS"]),
+    "check_repetitions": int(os.environ["CHECK_REPETITIONS"]),
     "min_time": float(os.environ["RMM_NEXT_BENCH_MIN_TIME"]),
     "git_commit": os.environ["COMMIT"],
     "google_benchmark_build_type": os.environ["GBENCH_BUILD"],
@@ -107,8 +114,10 @@ for name in "${benchmarks[@]}"; do
   fi
   echo "== $name"
   t0=$SECONDS
+  reps=$repetitions
+  [[ $name == alloc_free || $name == thread_scaling ]] && reps=$check_repetitions
   "$exe" --benchmark_out="$out_dir/$name.json" --benchmark_out_format=json \
-    --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
+    --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
     --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
     >"$out_dir/$name.log" 2>&1
   rc=$?
