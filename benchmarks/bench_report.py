@@ -649,10 +649,12 @@ def nccl_section(path: Path) -> list[str]:
     """nccl_allreduce_bench's nccl_allreduce.json: one row per buffer kind and size."""
     data = json.loads(path.read_text())
     ranks = int(data.get("ranks", 1))
+    v = int(data.get("nccl_version", 0))  # NCCL_VERSION_CODE: 22809 for 2.28.9
+    version = f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 10000 else "?"
     out = intro(
         "NCCL all-reduce bus bandwidth",
-        f"`benchmarks/nccl_allreduce_bench`, {ranks} rank(s) (one process per GPU), NCCL "
-        f"{data.get('nccl_version', '?')}, on {data.get('device', '?')}: `ncclAllReduce` (float "
+        f"`benchmarks/nccl_allreduce_bench`, {ranks} {'rank' if ranks == 1 else 'ranks'} (one "
+        f"process per GPU), NCCL {version}, on {data.get('device', '?')}: `ncclAllReduce` (float "
         "sum) over `cudaMalloc` buffers, `ncclMemAlloc` buffers registered with "
         "`ncclCommRegister`, and `vmm_resource` buffers registered through `nccl_registered` "
         "(`rmm_next/nccl.hpp`), in one run. Time: the slowest rank's mean over the timed "
