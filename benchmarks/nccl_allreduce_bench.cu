@@ -292,7 +292,9 @@ int launch(nccl_bench_options const& o, std::vector<std::string> const& args)
   std::error_code made;
   std::filesystem::create_directories(o.out_dir, made);  // the results folder, as --out names it
   if (made) {
-    std::fprintf(stderr, "nccl_allreduce_bench: cannot make %s: %s\n", o.out_dir.c_str(),
+    std::fprintf(stderr,
+                 "nccl_allreduce_bench: cannot make %s: %s\n",
+                 o.out_dir.c_str(),
                  made.message().c_str());
     return 1;
   }

@@ -54,7 +54,7 @@ void register_all()
       auto* b =
         benchmark::RegisterBenchmark(name.c_str(), &thread_scaling<resource_type>, &resource, raw);
       b->UseRealTime()->MinTime(min_time())->Unit(benchmark::kNanosecond);
-      b->Setup(&reset_shared_pools);  // every run from an empty pool, as alloc_free's
+      b->Setup(&reset_shared_pools);          // every run from an empty pool, as alloc_free's
       b->ComputeStatistics("min", &fastest);  // for the 1-thread check against alloc_free
       for (int threads = 1; threads <= max_threads; threads *= 2) {
         b->Threads(threads);

@@ -12,8 +12,8 @@
  */
 
 #include <rmm_next/alignment.hpp>
-#include <rmm_next/error_macros.hpp>  // RMM_NEXT_CUDA_TRY, RMM_NEXT_EXPECTS
 #include <rmm_next/error.hpp>
+#include <rmm_next/error_macros.hpp>  // RMM_NEXT_CUDA_TRY, RMM_NEXT_EXPECTS
 #include <rmm_next/pool_options.hpp>
 #include <rmm_next/pool_statistics.hpp>
 #include <rmm_next/resource_ref.hpp>
