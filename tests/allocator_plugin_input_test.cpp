@@ -85,6 +85,22 @@ TEST_F(BadInput, ResettingThePeakOfAnUnknownDeviceFailsAndChangesNothing)
   expect_working();
 }
 
+TEST_F(BadInput, ANegativeVmmSizeIsRefusedWithAMessageAsTorchsIs)
+{
+  leave_a_stale_message();
+  EXPECT_EQ(rmm_next_vmm_alloc(-1, 0, nullptr), nullptr);
+  EXPECT_EQ(last_error(),
+            "rmm_next::allocator_plugin: rmm_next_vmm_alloc was given a negative size (-1 "
+            "bytes); pass the number of bytes");
+  leave_a_stale_message();
+  int block{};  // refused before the pointer is looked at
+  rmm_next_vmm_free(&block, -4096, 0, nullptr);
+  EXPECT_EQ(last_error(),
+            "rmm_next::allocator_plugin: rmm_next_vmm_free was given a negative size (-4096 "
+            "bytes); pass the number of bytes");
+  expect_working();
+}
+
 TEST_F(BadInput, ANegativeTorchSizeIsRefusedWithAMessage)
 {
   rmm_next_statistics const before = statistics();

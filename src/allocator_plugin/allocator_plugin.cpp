@@ -341,6 +341,18 @@ std::size_t torch_bytes(ssize_t size, char const* call)
   return static_cast<std::size_t>(size);
 }
 
+/**
+ * @brief Refuses a null output pointer of the C function `call`.
+ * @throws std::invalid_argument "<call> was given a null output pointer".
+ */
+void require_output(void const* out, char const* call)
+{
+  if (out == nullptr) {
+    detail::throw_error<std::invalid_argument>(
+      "allocator_plugin", std::string{call} + " was given a null output pointer");
+  }
+}
+
 /** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
 void free_now(plugin_state& st, pending_free const& f, capture_state own) noexcept
 {
@@ -416,10 +428,8 @@ RMM_NEXT_EXPORT int rmm_next_device_count(void)
 RMM_NEXT_EXPORT int rmm_next_mem_get_info(int device, size_t* free_bytes, size_t* total_bytes)
 {
   return guarded(-1, [&] {
-    if (free_bytes == nullptr || total_bytes == nullptr) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_mem_get_info was given a null output pointer");
-    }
+    rmm_next::plugin::require_output(free_bytes, "rmm_next_mem_get_info");
+    rmm_next::plugin::require_output(total_bytes, "rmm_next_mem_get_info");
     device = state().resolve(device);
     rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     rmm_next::detail::device_guard const on_device{device};
@@ -676,10 +686,7 @@ RMM_NEXT_EXPORT void rmm_next_numba_free(void* ptr, size_t size, int device)
 RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out)
 {
   return guarded(-1, [&] {
-    if (out == nullptr) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_get_statistics was given a null output pointer");
-    }
+    rmm_next::plugin::require_output(out, "rmm_next_get_statistics");
     // Relaxed: statistics are read while another thread may capture a graph in global mode, which
     // a refused query would invalidate. Nothing here is stream work a capture could record.
     rmm_next::detail::relaxed_capture_mode const relaxed;
@@ -734,10 +741,7 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
 RMM_NEXT_EXPORT int rmm_next_get_pool_attribute(int device, int attribute, uint64_t* value)
 {
   return guarded(-1, [&] {
-    if (value == nullptr) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_get_pool_attribute was given a null output pointer");
-    }
+    rmm_next::plugin::require_output(value, "rmm_next_get_pool_attribute");
     rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st                            = state();
     device                              = st.resolve(device);
@@ -829,10 +833,8 @@ RMM_NEXT_EXPORT int rmm_next_reset_peak_statistics(int device)
 RMM_NEXT_EXPORT int rmm_next_get_tracing(int* logging, int* tracking)
 {
   return guarded(-1, [&] {
-    if (logging == nullptr || tracking == nullptr) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_get_tracing was given a null output pointer");
-    }
+    rmm_next::plugin::require_output(logging, "rmm_next_get_tracing");
+    rmm_next::plugin::require_output(tracking, "rmm_next_get_tracing");
     auto const& tracing = rmm_next::plugin::tracing_state();
     *logging            = tracing.logging() ? 1 : 0;
     *tracking           = tracing.tracking() ? 1 : 0;
@@ -894,14 +896,15 @@ RMM_NEXT_EXPORT void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t 
 {
   rmm_next::plugin::vmm_device* slot = nullptr;
   void* const ptr                    = guarded<void*>(nullptr, [&]() -> void* {
-    if (size <= 0) { return nullptr; }
+    std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_vmm_alloc");
+    if (bytes == 0) { return nullptr; }
     // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
     rmm_next::detail::relaxed_capture_mode const relaxed;
     auto& st                  = state();
     device                    = st.resolve(device);
     slot                      = &st.vmm(device);
     rmm_next::vmm_resource mr = slot->resource(device);
-    return mr.allocate_sync(static_cast<std::size_t>(size));
+    return mr.allocate_sync(bytes);
   });
   if (slot != nullptr) {
     (ptr != nullptr ? slot->allocations : slot->failures).fetch_add(1, std::memory_order_relaxed);
@@ -913,9 +916,11 @@ RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cuda
 {
   guarded(0, [&] {
     if (ptr == nullptr) { return 0; }
-    auto& st                                 = state();
-    device                                   = st.resolve(device);
-    rmm_next::plugin::vmm_device& slot       = st.vmm(device);
+    // A negative size is refused, the block not freed, as rmm_next_torch_free does.
+    std::size_t const bytes            = rmm_next::plugin::torch_bytes(size, "rmm_next_vmm_free");
+    auto& st                           = state();
+    device                             = st.resolve(device);
+    rmm_next::plugin::vmm_device& slot = st.vmm(device);
     std::optional<rmm_next::vmm_resource> mr = slot.existing();
     if (!mr || !mr->segment_of(ptr)) {
       rmm_next::detail::throw_error<std::invalid_argument>(
@@ -933,7 +938,7 @@ RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cuda
     }
     // The legacy default stream is the current device's: the block's device orders its free.
     rmm_next::detail::device_guard const on_device{device};
-    mr->deallocate(stream, ptr, size > 0 ? static_cast<std::size_t>(size) : 0);
+    mr->deallocate(stream, ptr, bytes);
     slot.deallocations.fetch_add(1, std::memory_order_relaxed);
     return 0;
   });
@@ -942,10 +947,7 @@ RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cuda
 RMM_NEXT_EXPORT int rmm_next_vmm_get_statistics(int device, rmm_next_vmm_statistics* out)
 {
   return guarded(-1, [&] {
-    if (out == nullptr) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin", "rmm_next_vmm_get_statistics was given a null output pointer");
-    }
+    rmm_next::plugin::require_output(out, "rmm_next_vmm_get_statistics");
     auto& st = state();
     rmm_next::plugin::read_vmm_statistics(st.vmm(st.resolve(device)), *out);
     return 0;
