@@ -17,6 +17,11 @@
 #                               RMM_NEXT_BENCH_REPETITIONS (default 10): their 1-thread check
 #                               compares fastest repetitions, and a run catches the machine's
 #                               fast periods only with enough of them
+#   RMM_NEXT_BENCH_CHECK_ROUNDS  short runs (3 repetitions) of the 256 B loops of alloc_free and
+#                               of one thread of thread_scaling, one after each program (default
+#                               1, 0 for none): the machine's fast periods can outlast every
+#                               repetition of one program, and rounds spread over the run catch
+#                               them for both. Written to OUT_DIR/check/<name>.<round>.json
 #   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
 #   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
 #   RMM_NEXT_BENCH_ALLOW_DEBUG  1: run even when Google Benchmark is a debug build
@@ -47,6 +52,7 @@ check_repetitions=${RMM_NEXT_BENCH_CHECK_REPETITIONS:-10}
 [[ $check_repetitions -lt $repetitions ]] && check_repetitions=$repetitions
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
+check_rounds=${RMM_NEXT_BENCH_CHECK_ROUNDS:-1}
 benchmarks=(alloc_free thread_scaling random_allocations allocate_sync per_device_resource_map
             nvtx mixed_pattern mixed_pattern_rmm adaptor_overhead)
 if [[ -x $bench_dir/mixed_pattern_rmm_bench ]]; then  # it runs the same benchmarks and more
@@ -106,6 +112,27 @@ EOF
 # ---- Benchmarks --------------------------------------------------------------------------------
 status=0
 start=$SECONDS
+rm -rf "$out_dir/check"
+round=0
+# One short run of each loop of the 1-thread check; a failed one leaves no JSON and fails the run.
+check_round() {
+  local name exe pattern
+  round=$((round + 1))
+  for name in alloc_free thread_scaling; do
+    exe=$bench_dir/${name}_bench
+    [[ -x $exe ]] || continue
+    pattern='^alloc_free/[a-z]+/(raw|resource)/256/'
+    [[ $name == thread_scaling ]] && pattern='^thread_scaling/[a-z]+/(raw|resource)/256/.*threads:1$'
+    mkdir -p "$out_dir/check"
+    if ! "$exe" --benchmark_out="$out_dir/check/$name.$round.json" --benchmark_out_format=json \
+         --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+         --benchmark_filter="$pattern" >"$out_dir/check/$name.$round.log" 2>&1; then
+      echo "check round $round ($name) failed: $out_dir/check/$name.$round.log"
+      rm -f "$out_dir/check/$name.$round.json"
+      status=1
+    fi
+  done
+}
 for name in "${benchmarks[@]}"; do
   exe=$bench_dir/${name}_bench
   if [[ ! -x $exe ]]; then
@@ -127,6 +154,7 @@ for name in "${benchmarks[@]}"; do
     status=1
     rm -f "$out_dir/$name.json"  # never report a run that failed
   fi
+  for ((i = 0; i < check_rounds; i++)); do check_round; done
 done
 echo "benchmarks took $((SECONDS - start)) s"
 

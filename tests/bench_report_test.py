@@ -34,22 +34,35 @@ def runs(name, times, threads=1):
     return out
 
 
-def check_lines(scaling_times, latency_times):
+SCALING = "thread_scaling/device/raw/256/min_time:0.050/real_time/threads:1"
+LATENCY = "alloc_free/device/raw/256/min_time:0.050/real_time"
+
+
+def check_lines(scaling_times, latency_times, scaling_rounds=(), latency_rounds=()):
+    """The check's rows, from a main run of each program and the check rounds run_all.sh makes
+    between programs (check/<program>.<round>.json, read by load_check_rounds)."""
     with tempfile.TemporaryDirectory() as d:
         d = pathlib.Path(d)
-        scaling = runs("thread_scaling/device/raw/256/min_time:0.050/real_time/threads:1",
-                       scaling_times)
-        latency = runs("alloc_free/device/raw/256/min_time:0.050/real_time", latency_times)
-        (d / "thread_scaling.json").write_text(json.dumps({"benchmarks": scaling}))
-        (d / "alloc_free.json").write_text(json.dumps({"benchmarks": latency}))
+        (d / "thread_scaling.json").write_text(json.dumps({"benchmarks": runs(SCALING, scaling_times)}))
+        (d / "alloc_free.json").write_text(json.dumps({"benchmarks": runs(LATENCY, latency_times)}))
+        for i, times in enumerate(scaling_rounds):
+            (d / "check").mkdir(exist_ok=True)
+            (d / "check" / f"thread_scaling.{i + 1}.json").write_text(
+                json.dumps({"benchmarks": runs(SCALING, times)}))
+        for i, times in enumerate(latency_rounds):
+            (d / "check").mkdir(exist_ok=True)
+            (d / "check" / f"alloc_free.{i + 1}.json").write_text(
+                json.dumps({"benchmarks": runs(LATENCY, times)}))
         lines = bench_report.thread_section(bench_report.Results(d / "thread_scaling.json"),
-                                            bench_report.Results(d / "alloc_free.json"))
-    return [line for line in lines if line.startswith("| device | raw |")]
+                                            bench_report.Results(d / "alloc_free.json"),
+                                            bench_report.load_check_rounds(d))
+    return [line for line in lines if line.startswith("| device | raw |")], lines
 
 
 def test_medians_at_two_speeds_agree_on_the_fastest_repetitions():
     # thread_scaling ran mostly at the slow speed, alloc_free mostly at the fast one.
-    rows = check_lines([1300.0, 1310.0, 660.0, 1290.0, 1320.0], [650.0, 640.0, 1280.0, 655.0, 660.0])
+    rows, _ = check_lines([1300.0, 1310.0, 660.0, 1290.0, 1320.0],
+                          [650.0, 640.0, 1280.0, 655.0, 660.0])
     assert len(rows) == 2, rows  # the scaling table's row and the check's
     check = rows[1]
     assert "agree" in check and "differ" not in check, check
@@ -58,9 +71,36 @@ def test_medians_at_two_speeds_agree_on_the_fastest_repetitions():
 
 
 def test_a_loop_that_is_slower_even_at_its_best_is_reported():
-    rows = check_lines([900.0, 910.0, 905.0], [650.0, 640.0, 660.0])
+    rows, _ = check_lines([900.0, 910.0, 905.0], [650.0, 640.0, 660.0])
     assert "**differ: rerun or look into it**" in rows[1], rows[1]
     assert "1.406" in rows[1]  # 900 / 640
+
+
+def test_a_round_that_caught_the_fast_speed_counts_and_the_medians_stay_the_main_runs():
+    # Every repetition of the main thread_scaling run fell in a slow period; the second of its
+    # two rounds caught a fast one.
+    rows, lines = check_lines([1300.0, 1310.0, 1290.0], [650.0, 640.0, 660.0],
+                              scaling_rounds=[[1280.0, 1295.0, 1300.0], [700.0, 655.0, 1250.0]],
+                              latency_rounds=[[630.0, 1270.0, 1300.0]])
+    check = rows[1]
+    assert "agree" in check and "differ" not in check, check
+    assert "1,300.0" in check and "650.0" in check  # medians of the main runs, not of rounds
+    assert "| 655.0 | 630.0 |" in check, check  # the fastest over the main run and its rounds
+    assert "1.040" in check  # 655 / 630
+    assert any("2 of thread_scaling, 1 of alloc_free" in line for line in lines), lines
+
+
+def test_rounds_cannot_hide_a_loop_that_is_slower_at_its_best():
+    rows, _ = check_lines([900.0, 910.0, 905.0], [650.0, 640.0, 660.0],
+                          scaling_rounds=[[890.0, 905.0, 900.0]] * 3,
+                          latency_rounds=[[655.0, 660.0, 650.0]] * 3)
+    assert "**differ: rerun or look into it**" in rows[1], rows[1]
+    assert "1.391" in rows[1]  # 890 / 640
+
+
+def test_without_rounds_the_text_does_not_mention_them():
+    _, lines = check_lines([650.0, 660.0, 655.0], [650.0, 640.0, 660.0])
+    assert not any("rounds" in line for line in lines), lines
 
 
 def test_the_nccl_section_has_a_row_per_kind_and_size():
