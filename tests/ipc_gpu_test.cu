@@ -7,6 +7,7 @@
 // allocation exported, a second process (ipc_gpu_test_importer) that imports both, reads what this
 // one wrote and writes back; and the typed errors of pools that cannot be exported.
 
+#include "support/capture_elsewhere.hpp"
 #include "support/ipc_messages.hpp"
 #include "support/kernels.cuh"
 #include "support/stream_guard.hpp"
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 
 #ifndef RMM_NEXT_TEST_IPC_IMPORTER
@@ -157,7 +159,12 @@ class importer_process {
   int socket_{-1};
 };
 
-TEST(Ipc, AnotherProcessReadsAndWritesTheExportedPoolsMemory)
+/**
+ * @brief Exports a pool and an allocation to the importer, which checks what this process wrote
+ * and writes its own pattern. `beside_a_capture`: every export, import and release runs while
+ * another thread of its process captures a graph in global mode.
+ */
+void round_trip_through_the_importer(bool beside_a_capture)
 {
   int const device = 0;
   ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
@@ -180,12 +187,16 @@ TEST(Ipc, AnotherProcessReadsAndWritesTheExportedPoolsMemory)
   // The importer may use the memory only once its allocation (and here the fill) has completed.
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
+  std::optional<rmm_next::test::capture_elsewhere> elsewhere;
+  if (beside_a_capture) { elsewhere.emplace(cudaStreamCaptureModeGlobal); }
   rmm_next::shareable_pool_handle const handle =
     rmm_next::export_pool(mr, allocation_handle_type::posix_file_descriptor);
+  rmm_next::pool_pointer_export const exported = rmm_next::export_pointer(data);
+  if (elsewhere) { EXPECT_EQ(elsewhere->end(), "") << "export_pool and export_pointer"; }
   ASSERT_EQ(handle.type(), allocation_handle_type::posix_file_descriptor);
   ASSERT_GE(handle.fd(), 0);
   rmm_next::test::ipc_request const request{
-    rmm_next::export_pointer(data), words, exporter_seed, importer_seed, device};
+    exported, words, exporter_seed, importer_seed, device, beside_a_capture ? 1 : 0};
 
   rmm_next::test::ipc_reply reply{};
   int exit_status = -1;
@@ -214,6 +225,16 @@ TEST(Ipc, AnotherProcessReadsAndWritesTheExportedPoolsMemory)
   EXPECT_EQ(count_mismatches(data, words, importer_seed, stream), 0U);
   mr.deallocate(stream, data, words * sizeof(std::uint32_t));
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+TEST(Ipc, AnotherProcessReadsAndWritesTheExportedPoolsMemory)
+{
+  round_trip_through_the_importer(false);
+}
+
+TEST(Ipc, ExportsImportsAndReleasesLeaveGlobalCapturesOnOtherThreadsIntact)
+{
+  round_trip_through_the_importer(true);
 }
 
 void expect_not_exportable(async_device_resource const& mr)

@@ -49,6 +49,7 @@ using rmm_next::test::block_size;
 using rmm_next::test::count_mismatches_kernel;
 using rmm_next::test::fill_kernel;
 using rmm_next::test::grid_for;
+using rmm_next::test::keep_writing_kernel;
 using rmm_next::test::second_context;
 using rmm_next::test::stream_guard;
 using word = std::uint32_t;
@@ -92,22 +93,6 @@ void check(
   std::size_t const n = bytes / sizeof(word);
   count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
     static_cast<word const*>(ptr), n, seed, out);
-}
-
-/** Writes `value` to every word of `out` again and again for `duration_ns`. */
-__global__ void keep_writing_kernel(word* out,
-                                    std::size_t n,
-                                    word value,
-                                    unsigned long long duration_ns)
-{
-  unsigned long long const t0 = rmm_next::test::global_timer_ns();
-  long long const c0          = clock64();
-  do {
-    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
-      static_cast<word volatile*>(out)[i] = value;
-    }
-  } while (rmm_next::test::global_timer_ns() - t0 < duration_ns &&
-           clock64() - c0 < static_cast<long long>(duration_ns) * 4);
 }
 
 async_device_resource owned_pool(std::size_t maximum = 0)
@@ -168,7 +153,7 @@ TEST(ThreadCacheAdaptorGpu, AStreamMadeAtADestroyedStreamsHandleNeverRacesWithIt
   void* p = cache.allocate(old_stream, bytes);
   // The old stream keeps writing 0xdead into the block for 300 ms after it was freed there.
   keep_writing_kernel<<<1, 256, 0, old_stream>>>(
-    static_cast<word*>(p), bytes / sizeof(word), 0xdead, 300'000'000ULL);
+    static_cast<word*>(p), bytes / sizeof(word), word{0xdead}, 300'000'000ULL);
   cache.deallocate(old_stream, p, bytes);
   CHECK_CUDA(cudaStreamDestroy(old_stream));  // work still pending
 

@@ -6,10 +6,14 @@
 // vmm_resource on a device: kernels write and read its blocks, across streams and segments; the
 // segments honour the granularity and the hooks run once per segment; a segment exported as a
 // POSIX file descriptor is imported by a second process (vmm_resource_gpu_test_importer), which
-// reads what this one wrote and writes back.
+// reads what this one wrote and writes back. And where a user can reach it: every call while a
+// graph is captured on another thread (each mode) or on the calling thread, a block freed behind
+// a kernel and reused from a second context of the device, and a forked child.
 
+#include "support/capture_elsewhere.hpp"
 #include "support/device_round_trip.cuh"
 #include "support/kernels.cuh"
+#include "support/second_context.hpp"
 #include "support/vmm_messages.hpp"
 
 #include <rmm_next/detail/unix_socket.hpp>
@@ -30,9 +34,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -226,6 +233,204 @@ TEST(VmmResourceGpu, AnotherProcessImportsASegmentAsAPosixFd)
   EXPECT_EQ(count_mismatches(block, words, 12, stream.s), 0U);  // what the importer wrote
   mr.deallocate(stream.s, block, words * 4);
   mr.deallocate(stream.s, first, 4096);
+}
+
+// ---- Captures, a second context, fork ----------------------------------------------------------
+
+/** Where a capture runs while the calling thread (in its default, global mode) uses the resource.
+ */
+enum class capture_place {
+  other_thread_global,
+  other_thread_thread_local,
+  other_thread_relaxed,
+  this_thread_global
+};
+
+char const* name_of(capture_place c)
+{
+  switch (c) {
+    case capture_place::other_thread_global: return "other_thread_global";
+    case capture_place::other_thread_thread_local: return "other_thread_thread_local";
+    case capture_place::other_thread_relaxed: return "other_thread_relaxed";
+    case capture_place::this_thread_global: return "this_thread_global";
+  }
+  return "?";
+}
+
+/** Each step a user takes with a resource, none of them on the captured stream. */
+std::string use_beside_a_capture(cudaStream_t a, cudaStream_t b)
+{
+  std::string done = "construct";
+  try {
+    vmm_resource mr{vmm_options{.segment_size = 2 * MiB}};
+    std::size_t const words = 64 * 1024;
+    done                    = "allocate (the first segment)";
+    auto* p                 = static_cast<std::uint32_t*>(mr.allocate(a, words * 4));
+    fill(p, words, 1, a);
+    done = "deallocate (a fence)";
+    mr.deallocate(a, p, words * 4);
+    done    = "allocate on another stream (a wait)";
+    auto* q = static_cast<std::uint32_t*>(mr.allocate(b, words * 4));
+    EXPECT_EQ(q, p);
+    fill(q, words, 2, b);
+    mr.deallocate(b, q, words * 4);
+    done    = "allocate_sync (a host wait)";
+    void* r = mr.allocate_sync(words * 4);
+    EXPECT_EQ(r, p);
+    mr.deallocate_sync(r, words * 4);
+    done      = "allocate (a second segment)";
+    void* big = mr.allocate(a, 3 * MiB);
+    mr.deallocate(a, big, 3 * MiB);
+    EXPECT_EQ(mr.segments().size(), 2U);
+    done = "destroy (waits for the frees, unmaps)";
+  } catch (rmm_next::not_supported const& e) {
+    if (done == "construct") { return std::string{"skip: "} + e.what(); }
+    return done + ": " + e.what();
+  } catch (std::exception const& e) {
+    return done + ": " + e.what();
+  }
+  return {};
+}
+
+class VmmBesideACapture : public ::testing::TestWithParam<capture_place> {};
+
+TEST_P(VmmBesideACapture, EveryCallLeavesTheCaptureIntact)
+{
+  capture_place const place = GetParam();
+  owned_stream a;
+  owned_stream b;
+  std::string failure;
+  std::string capture;  // what became of the capture
+  if (place == capture_place::this_thread_global) {
+    owned_stream capturing;
+    constexpr std::size_t captured_words = 4096;
+    std::uint32_t* captured{};
+    ASSERT_EQ(cudaMalloc(&captured, captured_words * 4), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(capturing.s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    fill(captured, captured_words, 21, capturing.s);
+    failure = use_beside_a_capture(a.s, b.s);
+    cudaGraph_t graph{};
+    cudaError_t const ended = cudaStreamEndCapture(capturing.s, &graph);
+    if (ended != cudaSuccess) {
+      capture = std::string{"cudaStreamEndCapture returned "} + cudaGetErrorName(ended);
+    } else {  // the captured work runs
+      cudaGraphExec_t exec{};
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, a.s), cudaSuccess);
+      EXPECT_EQ(count_mismatches(captured, captured_words, 21, a.s), 0U);
+      (void)cudaGraphExecDestroy(exec);
+    }
+    if (graph != nullptr) { (void)cudaGraphDestroy(graph); }
+    (void)cudaFree(captured);
+  } else {
+    rmm_next::test::capture_elsewhere elsewhere{
+      place == capture_place::other_thread_global         ? cudaStreamCaptureModeGlobal
+      : place == capture_place::other_thread_thread_local ? cudaStreamCaptureModeThreadLocal
+                                                          : cudaStreamCaptureModeRelaxed};
+    failure = use_beside_a_capture(a.s, b.s);
+    capture = elsewhere.end();
+  }
+  (void)cudaGetLastError();
+  if (failure.rfind("skip: ", 0) == 0) { GTEST_SKIP() << failure; }
+  EXPECT_EQ(failure, "") << name_of(place);
+  EXPECT_EQ(capture, "") << name_of(place);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPlace,
+                         VmmBesideACapture,
+                         ::testing::Values(capture_place::other_thread_global,
+                                           capture_place::other_thread_thread_local,
+                                           capture_place::other_thread_relaxed,
+                                           capture_place::this_thread_global),
+                         [](auto const& info) { return std::string{name_of(info.param)}; });
+
+TEST(VmmResourceGpu, ABlockFreedBehindAKernelIsReusedFromASecondContextOnlyAfterIt)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
+  owned_stream a;
+  constexpr std::size_t words = 16 * 1024;
+  auto* p                     = static_cast<std::uint32_t*>(mr.allocate(a.s, words * 4));
+  // Keeps writing 0xdead into the block for 400 ms after its free on a.
+  rmm_next::test::keep_writing_kernel<<<1, 256, 0, a.s>>>(
+    p, words, std::uint32_t{0xdead}, 400'000'000ULL);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  mr.deallocate(a.s, p, words * 4);
+  rmm_next::test::second_context ctx2;
+  void* q                       = nullptr;
+  unsigned long long mismatches = ~0ULL;
+  std::thread{[&] {
+    ctx2.make_current();
+    owned_stream b;  // a stream of the second context
+    q = mr.allocate(b.s, words * 4);
+    fill(static_cast<std::uint32_t*>(q), words, 13, b.s);
+    mismatches = count_mismatches(static_cast<std::uint32_t*>(q), words, 13, b.s);
+    mr.deallocate(b.s, q, words * 4);
+    EXPECT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+  }}.join();
+  EXPECT_EQ(q, p);  // the same block, after the second context's stream waited for the kernel
+  EXPECT_EQ(mismatches, 0U);
+  EXPECT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+}
+
+TEST(VmmResourceGpu, AForkedChildFreesAllocatesAndDropsTheResourceAndExitsCleanly)
+{
+  std::optional<vmm_resource> mr;
+  try {
+    mr.emplace(vmm_options{.segment_size = 2 * MiB});
+  } catch (rmm_next::not_supported const& e) {
+    GTEST_SKIP() << e.what();
+  }
+  owned_stream a;
+  owned_stream b;
+  void* live  = mr->allocate(a.s, 4096);
+  void* freed = mr->allocate(a.s, 4096);
+  mr->deallocate(a.s, freed, 4096);  // a fence the child's copy still holds
+  ASSERT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+  int err[2]{-1, -1};
+  ASSERT_EQ(::pipe(err), 0);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t const pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(err[1], 2);  // what the child prints on stderr goes to the parent
+    ::close(err[0]);
+    int code = 0;
+    mr->deallocate(b.s, live, 4096);  // no CUDA work can run here; must not crash
+    try {
+      (void)mr->allocate(b.s, 3 * MiB);  // a new segment: the driver refuses in a child
+      code = 2;
+    } catch (std::exception const&) {  // NOLINT(bugprone-empty-catch): the expected typed error
+    } catch (...) {
+      code = 3;
+    }
+    mr.reset();  // waits for no event, unmaps nothing, reports nothing
+    ::_exit(code);
+  }
+  ::close(err[1]);
+  std::string printed;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(err[0], buffer, sizeof(buffer))) > 0;) {
+    printed.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(err[0]);
+  int status{};
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status) << ": "
+                                 << printed;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the child's allocation did not throw; 3: not a "
+                                       "std::exception";
+  EXPECT_EQ(printed, "");
+  // The parent's resource is untouched: its blocks work and are freed as usual.
+  auto* words = static_cast<std::uint32_t*>(live);
+  fill(words, 1024, 5, a.s);
+  EXPECT_EQ(count_mismatches(words, 1024, 5, a.s), 0U);
+  mr->deallocate(a.s, live, 4096);
+  void* again = mr->allocate(a.s, 4096);
+  EXPECT_EQ(mr->allocated_bytes(), 4096U);
+  mr->deallocate(a.s, again, 4096);
+  EXPECT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
 }
 
 }  // namespace

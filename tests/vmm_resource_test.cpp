@@ -443,6 +443,50 @@ TEST_F(VmmResource, ABlockFreedOnAStreamIsReusedThereAtOnceAndElsewhereAfterAWai
   EXPECT_EQ(fc::fake().events.destroyed, 3);  // every event goes, at the latest with the resource
 }
 
+TEST_F(VmmResource, HostWaitsRunInRelaxedCaptureModeSoNoCaptureElsewhereIsInvalidated)
+{
+  {
+    vmm_resource mr;
+    void* a = mr.allocate(s1_, 1000);
+    mr.deallocate(s1_, a, 1000);
+    fc::fake().query_modes.clear();
+    void* b = mr.allocate_sync(1000);  // waits on the host for s1's free
+    EXPECT_EQ(b, a);
+    mr.deallocate_sync(b, 1000);
+    void* c = mr.allocate(s2_, 1000);
+    mr.deallocate(s2_, c, 1000);  // pending when the resource goes: its destructor waits
+  }
+  // allocate_sync's wait, then the destructor's for the fences still in the free list.
+  auto const& waits = fc::fake().query_modes;
+  EXPECT_GE(waits.size(), 2U);
+  for (auto const& [call, mode] : waits) {
+    EXPECT_EQ(call, "cuEventSynchronize");
+    EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed) << call;
+  }
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(mode, cudaStreamCaptureModeGlobal);  // the thread's own mode is given back
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+}
+
+TEST_F(VmmResource, AFailedHostWaitThrowsAndKeepsTheBlockForTheNextCall)
+{
+  vmm_resource mr;
+  void* a = mr.allocate(s1_, 1000);
+  mr.deallocate(s1_, a, 1000);
+  fc::fake().fail_next["cuEventSynchronize"] = cudaErrorNotReady;
+  std::string const message =
+    message_of<rmm_next::cuda_error>([&] { (void)mr.allocate_sync(1000); });
+  EXPECT_NE(message.find("vmm_resource::allocate_sync"), std::string::npos) << message;
+  EXPECT_NE(message.find("cuEventSynchronize failed"), std::string::npos) << message;
+  EXPECT_EQ(mr.allocated_bytes(), 0U);  // nothing handed out
+  int const synchronized = fc::fake().events.synchronized;
+  void* b                = mr.allocate_sync(1000);  // the block, still waited for this time
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(fc::fake().events.synchronized, synchronized + 1);
+  mr.deallocate_sync(b, 1000);
+}
+
 TEST_F(VmmResource, CoalescedBlocksCarryTheFencesOfEveryStreamThatFreedThem)
 {
   vmm_resource mr;

@@ -14,6 +14,7 @@
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_handle_socket.hpp>  // sending the handles: part of IPC for includers
@@ -38,6 +39,11 @@
  * allocation as a few bytes, import both in the other process (see docs/ipc.md). The handle is
  * `shareable_pool_handle.hpp`'s; sending it over a Unix-domain socket, `pool_handle_socket.hpp`'s
  * (both included here).
+ *
+ * Every driver call here runs in relaxed capture mode: a graph captured on another thread in
+ * global mode, or on the calling thread, is never invalidated by an export, an import or a
+ * release (the driver refuses these calls to a thread in global mode then, and none of them is
+ * stream-ordered work that a capture could hold up).
  */
 
 namespace rmm_next {
@@ -60,6 +66,7 @@ struct imported_pool_destroyer {
   void operator()(cudaMemPool_t pool) const noexcept
   {
     if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    relaxed_capture_mode const relaxed;
     pool_destroyer{}(pool);
   }
 };
@@ -79,6 +86,7 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                "fabric");
   }
   if (!is_device_id(device)) { device = current_device_or_none(); }
+  relaxed_capture_mode const relaxed;
   if (type == allocation_handle_type::posix_file_descriptor) {
     int fd = -1;
     cudaError_t const s =
@@ -192,6 +200,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
   char const* const who = "import_pool";
   if (!handle) { detail::throw_error<logic_error>(who, "the shareable_pool_handle is empty"); }
   int const id = detail::device_or_current(device, who);
+  detail::relaxed_capture_mode const relaxed;
   detail::device_guard const on_device{id};
 
   bool const fabric                   = handle.type() == allocation_handle_type::fabric;
@@ -231,6 +240,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
 {
   if (ptr == nullptr) { detail::throw_error<logic_error>("export_pointer", "the pointer is null"); }
   pool_pointer_export exported{};
+  detail::relaxed_capture_mode const relaxed;
   cudaError_t const s = cudaMemPoolExportPointer(&exported.data, ptr);
   if (s == cudaErrorInvalidValue || s == cudaErrorNotSupported) {
     (void)cudaGetLastError();
@@ -302,6 +312,7 @@ class imported_pointer {
   {
     void* const ptr = std::exchange(ptr_, nullptr);
     if (ptr != nullptr && !detail::runtime_unloading().load(std::memory_order_relaxed)) {
+      detail::relaxed_capture_mode const relaxed;
       detail::device_guard const on_device{pool_.device(), std::nothrow};
       if (cudaError_t const s = cudaFree(ptr); s != cudaSuccess) {
         detail::report_release_failure(s, "cudaFree of an imported pointer");
@@ -334,6 +345,7 @@ class imported_pointer {
                                                      pool_pointer_export const& exported)
 {
   if (!pool) { detail::throw_error<logic_error>("import_pointer", "the imported_pool is empty"); }
+  detail::relaxed_capture_mode const relaxed;
   detail::device_guard const on_device{pool.device()};
   cudaMemPoolPtrExportData data = exported.data;  // the driver takes a non-const pointer
   void* ptr{};

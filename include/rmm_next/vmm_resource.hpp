@@ -66,9 +66,10 @@ class vmm_state {
   /// Waits for the frees still pending on streams, then unmaps every segment (hook first).
   ~vmm_state()
   {
-    for (auto const& f : free_.all_fences()) {
-      if (!runtime_unloading().load(std::memory_order_relaxed) &&
-          driver().event_synchronize != nullptr) {
+    if (!runtime_unloading().load(std::memory_order_relaxed) &&
+        driver().event_synchronize != nullptr) {
+      relaxed_capture_mode const relaxed;  // a capture on any thread refuses no host wait
+      for (auto const& f : free_.all_fences()) {
         (void)driver().event_synchronize(f->event);
       }
     }
@@ -262,7 +263,9 @@ class vmm_state {
  * Stream order: a block freed on stream `s` may be handed out again on `s` at once; on any other
  * stream the new user's stream first waits on an event recorded at the free (`cuStreamWaitEvent`,
  * never a synchronization); `allocate_sync` waits on the host for such events. Allocating during
- * stream capture is refused (`not_supported`).
+ * stream capture is refused (`not_supported`). A graph being captured on any thread, in any mode,
+ * is never invalidated by a call here: the driver accepts the segment and event calls beside a
+ * capture, and the host waits run in relaxed capture mode (they wait only for uncaptured work).
  *
  * A cheap copyable handle: copies share the segments; the last copy unmaps and releases them,
  * after waiting for the events of the pending frees. Every block must be freed by then.
@@ -315,14 +318,11 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
     for (auto const& f : block.fences) {
       if (mine != 0 && f->stream == mine) { continue; }  // same stream: ordered already
       if (!detail::wait_for_fence(reinterpret_cast<CUstream>(stream.get()), f->event)) {
-        if (driver().event_synchronize == nullptr ||
-            driver().event_synchronize(f->event) != CUDA_SUCCESS) {
-          state_->give_back(block.address, std::move(block.fences));  // still unwaited
-          throw cuda_error{cudaErrorUnknown,
-                           detail::error_message("vmm_resource::allocate",
-                                                 "could not order the stream after an earlier "
-                                                 "free of the block (cuStreamWaitEvent failed)")};
-        }
+        wait_on_host(block,
+                     *f,
+                     "vmm_resource::allocate",
+                     "could not order the stream after an earlier free of the block "
+                     "(cuStreamWaitEvent failed)");
       }
     }
     return reinterpret_cast<void*>(block.address);
@@ -354,7 +354,10 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
     if (bytes == 0) { return nullptr; }
     detail::taken_block block = state_->take(block_size(bytes), alignment);
     for (auto const& f : block.fences) {
-      if (driver().event_synchronize != nullptr) { (void)driver().event_synchronize(f->event); }
+      wait_on_host(block,
+                   *f,
+                   "vmm_resource::allocate_sync",
+                   "could not wait for an earlier free of the block (cuEventSynchronize failed)");
     }
     return reinterpret_cast<void*>(block.address);
   }
@@ -472,6 +475,25 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
   }
 
   /**
+   * @brief Waits on the host for `fence` of `block`, in relaxed capture mode (a capture on any
+   * thread refuses no host wait for uncaptured work). When the wait fails, gives the block back,
+   * still unwaited, and throws `cuda_error` with `what` and `failed`.
+   */
+  void wait_on_host(detail::taken_block& block,
+                    detail::free_fence const& fence,
+                    char const* what,
+                    char const* failed) const
+  {
+    detail::relaxed_capture_mode const relaxed;
+    if (driver().event_synchronize != nullptr &&
+        driver().event_synchronize(fence.event) == CUDA_SUCCESS) {
+      return;
+    }
+    state_->give_back(block.address, std::move(block.fences));
+    throw cuda_error{cudaErrorUnknown, detail::error_message(what, failed)};
+  }
+
+  /**
    * @brief An event recorded on `stream` now, in the stream's context; null when none can be
    * made, after synchronizing `stream` instead (the block is then free for everyone).
    */
@@ -496,6 +518,7 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
       detail::destroy_fence_event(event);
     }
     if (driver().stream_synchronize != nullptr) {
+      detail::relaxed_capture_mode const relaxed;
       (void)driver().stream_synchronize(reinterpret_cast<CUstream>(stream));
     }
     return nullptr;

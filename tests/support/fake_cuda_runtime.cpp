@@ -201,6 +201,8 @@ CUresult event_synchronize(CUevent /*event*/)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
+  note_query_mode("cuEventSynchronize");
+  if (injected("cuEventSynchronize") != cudaSuccess) { return CUDA_ERROR_NOT_READY; }
   ++fake().events.synchronized;
   return CUDA_SUCCESS;
 }

@@ -100,8 +100,9 @@ struct state {
   bool fail_new_after_pool_create{false};  ///< the operator new after cudaMemPoolCreate throws
   std::vector<std::pair<cudaMemPool_t, std::uint64_t>> threshold_sets;  ///< every change
   /// The capture mode of the calling thread at each cudaMemPoolGetAttribute,
-  /// cudaMemPoolSetAttribute and cudaMemGetInfo call: a query made in global mode while another
-  /// thread captures in global mode is refused by the real driver, and invalidates that capture.
+  /// cudaMemPoolSetAttribute, cudaMemGetInfo and cuEventSynchronize call: a query or host wait
+  /// made in global mode while another thread captures in global mode is refused by the real
+  /// driver, and invalidates that capture.
   std::vector<std::pair<std::string, cudaStreamCaptureMode>> query_modes;
   std::uintptr_t next_address{0x10000};
 };

@@ -22,6 +22,9 @@ struct ipc_request {
   std::uint32_t exporter_seed;  ///< the allocation holds `pattern(i, exporter_seed)`
   std::uint32_t importer_seed;  ///< the importer writes `pattern(i, importer_seed)`
   std::int32_t device;          ///< the device whose kernels use the memory
+  /// 1: the importer imports the pool and the allocation, and frees the import, each while
+  /// another of its threads captures a graph in global mode, which must survive.
+  std::int32_t beside_a_capture;
 };
 
 /** @brief Sent once the importer has freed its imported pointer. */

@@ -6,8 +6,8 @@
 
 // Small kernels the GPU tests use to prove that memory is usable from the device: fill a buffer
 // with a pattern, count the words that do not hold it, transform one buffer into another, and
-// spin for a bounded time. Templates, so that a test that does not use one gets no warning and
-// including the header from several files breaks no one-definition rule.
+// spin for a bounded time or keep writing for one. Templates, so that a test that does not use one
+// gets no warning and including the header from several files breaks no one-definition rule.
 
 #include <cuda_runtime_api.h>
 
@@ -85,6 +85,24 @@ __global__ void spin_kernel(unsigned long long duration_ns, Flag* started)
   long long const c0          = clock64();
   auto const max_cycles       = static_cast<long long>(duration_ns) * 4;
   while (global_timer_ns() - t0 < duration_ns && clock64() - c0 < max_cycles) {}
+}
+
+/**
+ * @brief Writes `value` to every element of `out` again and again for `duration_ns` (one block:
+ * launch with `<<<1, 256>>>`), bounded by SM clock cycles as `spin_kernel` is. A kernel that still
+ * writes a block after its free, for tests that a later user of the block waits for it.
+ */
+template <class T>
+__global__ void keep_writing_kernel(T* out, std::size_t n, T value, unsigned long long duration_ns)
+{
+  unsigned long long const t0 = global_timer_ns();
+  long long const c0          = clock64();
+  do {
+    for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+      static_cast<T volatile*>(out)[i] = value;
+    }
+  } while (global_timer_ns() - t0 < duration_ns &&
+           clock64() - c0 < static_cast<long long>(duration_ns) * 4);
 }
 
 /** @brief Blocks for a grid-stride launch over `n` elements (at least 1, at most 4096). */
