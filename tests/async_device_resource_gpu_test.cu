@@ -8,8 +8,10 @@
 // release of an owned pool's device memory with its last copy.
 
 #include "async_resource_tests.hpp"
+#include "support/capture_elsewhere.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/async_pinned_resource.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -351,6 +354,27 @@ TEST_F(other_device_test, AnyDevicesStreamMayFree)
   ASSERT_EQ(cudaStreamSynchronize(other_), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(r.statistics().used_bytes, 0U);
+}
+
+// Building, reading and destroying resources never invalidates a graph another thread captures in
+// global mode, although the driver refuses each pool call to a thread in global mode then: they
+// run in relaxed capture mode.
+TEST(AsyncDeviceResourceBesideACapture, ManagementLeavesAGlobalCaptureOnAnotherThreadIntact)
+{
+  std::string failure;
+  capture_elsewhere elsewhere{cudaStreamCaptureModeGlobal};
+  try {
+    resource owned{pool_options{.initial_pool_size = 1 << 20}};  // create, reserve, threshold
+    EXPECT_GE(owned.statistics().reserved_bytes, std::size_t{1} << 20);
+    owned.reset_high_watermarks();
+    async_pinned_resource pinned{pool_options{}};  // access for every device
+    resource current{current_pool{}};              // adopted: its threshold read and set
+    (void)current.statistics();
+  } catch (std::exception const& e) {  // the owned pools are destroyed before this
+    failure = e.what();
+  }
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(elsewhere.end(), "");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <optional>
@@ -228,6 +229,37 @@ TEST_F(Construction, GetCurrentFollowsTheCurrentDeviceAndEverySet)
   fake_cuda::fake().current_device = 0;
   EXPECT_TRUE(mirrored.get_current() == ref{initial[1]});
   EXPECT_TRUE(map.get_current() == ref{other});
+}
+
+// Pool management never invalidates a graph captured elsewhere: creating, adopting and destroying
+// pools, reading and resetting their attributes and granting access all run in relaxed capture
+// mode (the driver refuses each of them to a thread in global mode while another thread captures
+// in global mode), and the thread has its own mode back afterwards.
+TEST_F(Construction, PoolManagementRunsInRelaxedCaptureModeAndTheThreadKeepsItsMode)
+{
+  fake_cuda::fake().query_modes.clear();
+  {
+    async_device_resource owned{pool_options{.initial_pool_size = 1 << 20}, 0};
+    (void)owned.statistics();
+    owned.reset_high_watermarks();
+    async_pinned_resource pinned{pool_options{}, 0};  // access for every visible device
+    async_device_resource adopted{rmm_next::current_pool{}, 1};
+  }  // the owned pools are destroyed
+  std::vector<std::string> calls;
+  for (auto const& [call, mode] : fake_cuda::fake().query_modes) {
+    EXPECT_EQ(mode, cudaStreamCaptureModeRelaxed) << call;
+    calls.push_back(call);
+  }
+  for (char const* expected : {"cudaMemPoolCreate",
+                               "cudaMemPoolSetAttribute",
+                               "cudaMemPoolGetAttribute",
+                               "cudaMemPoolSetAccess",
+                               "cudaMemPoolDestroy"}) {
+    EXPECT_NE(std::find(calls.begin(), calls.end(), expected), calls.end()) << expected;
+  }
+  cudaStreamCaptureMode mine = cudaStreamCaptureModeGlobal;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mine), cudaSuccess);
+  EXPECT_EQ(mine, cudaStreamCaptureModeGlobal);  // what the thread had before
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -14,7 +15,6 @@
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_handle_socket.hpp>  // sending the handles: part of IPC for includers

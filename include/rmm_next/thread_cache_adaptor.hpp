@@ -8,6 +8,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/alignment_arithmetic.hpp>
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_id.hpp>
@@ -689,6 +690,7 @@ class thread_cache_adaptor
     if constexpr (requires(Upstream const& u) {
                     { u.pool_handle() } -> std::same_as<cudaMemPool_t>;
                   }) {
+      detail::relaxed_capture_mode const relaxed;
       (void)cudaMemPoolTrimTo(state_->upstream().pool_handle(), 0);
       (void)cudaGetLastError();
     }

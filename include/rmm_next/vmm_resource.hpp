@@ -7,6 +7,7 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/driver_api.hpp>

@@ -66,6 +66,8 @@ cudaStreamCaptureMode& thread_capture_mode()
 /** @brief Notes that `call` ran in the calling thread's capture mode (`state::query_modes`). */
 void note_query_mode(char const* call)
 {
+  static std::mutex mutex;  // calls may come from several threads at once
+  std::lock_guard const lock{mutex};
   fake().query_modes.emplace_back(call, thread_capture_mode());
 }
 
@@ -599,6 +601,7 @@ cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device)
 cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolCreate");
   if (cudaError_t const s = fc::injected("cudaMemPoolCreate"); s != cudaSuccess) { return s; }
   *pool = fc::add_pool(props->location, props->allocType, true);
   if (fc::fake().fail_new_after_pool_create) {
@@ -611,6 +614,7 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolDestroy");
   fc::record(pool).destroyed = true;
   return cudaSuccess;
 }
@@ -648,6 +652,7 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
 cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, cudaMemAccessDesc const* descs, size_t count)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolSetAccess");
   for (size_t i = 0; i < count; ++i) {
     if (!fc::valid_device(descs[i].location.id)) { return cudaErrorInvalidDevice; }
     fc::record(pool).access[descs[i].location.id] = descs[i].flags;
@@ -660,6 +665,7 @@ cudaError_t cudaMemPoolGetAccess(cudaMemAccessFlags* flags,
                                  cudaMemLocation* location)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolGetAccess");
   if (!fc::valid_device(location->id)) { return cudaErrorInvalidDevice; }
   fc::pool_record const& r = fc::record(pool);
   if (r.location.type == cudaMemLocationTypeDevice && r.location.id == location->id) {
@@ -786,6 +792,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes)
 cudaError_t cudaMemPoolTrimTo(cudaMemPool_t, size_t)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolTrimTo");
   return cudaSuccess;
 }
 

@@ -99,10 +99,11 @@ struct state {
   std::map<std::string, cudaError_t> fail_next;  ///< call name -> error its next call returns
   bool fail_new_after_pool_create{false};  ///< the operator new after cudaMemPoolCreate throws
   std::vector<std::pair<cudaMemPool_t, std::uint64_t>> threshold_sets;  ///< every change
-  /// The capture mode of the calling thread at each cudaMemPoolGetAttribute,
-  /// cudaMemPoolSetAttribute, cudaMemGetInfo and cuEventSynchronize call: a query or host wait
-  /// made in global mode while another thread captures in global mode is refused by the real
-  /// driver, and invalidates that capture.
+  /// The capture mode of the calling thread at each pool-management call (cudaMemPoolCreate,
+  /// cudaMemPoolDestroy, cudaMemPoolGet/SetAttribute, cudaMemPoolGet/SetAccess,
+  /// cudaMemPoolTrimTo), cudaMemGetInfo and cuEventSynchronize: such a call made in global mode
+  /// while another thread captures in global mode is refused by the real driver, and invalidates
+  /// that capture.
   std::vector<std::pair<std::string, cudaStreamCaptureMode>> query_modes;
   std::uintptr_t next_address{0x10000};
 };

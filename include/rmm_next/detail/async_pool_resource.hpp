@@ -6,6 +6,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/alignment_arithmetic.hpp>
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_id.hpp>
@@ -218,7 +219,9 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
       target = resolve_device(Derived::kind, device);
     }
     // The runtime calls below make the current device's context on a thread that has none:
-    // with the resource's device current, that is its context, never device 0's.
+    // with the resource's device current, that is its context, never device 0's. None of them is
+    // refused, nor invalidates a capture, while a graph is captured on any thread.
+    relaxed_capture_mode const relaxed;
     device_guard const on_device{target.device};
     pool_binding binding     = acquire_pool(target, source);
     cudaMemPool_t const pool = binding.state->pool();

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -31,6 +32,7 @@ class owned_stream {
   /** @throws cuda_error naming `what` when the stream cannot be made. */
   explicit owned_stream(int device, char const* what = "cuda_error") : device_{device}
   {
+    relaxed_capture_mode const relaxed;  // a capture on any thread refuses nothing here
     device_guard const guard{device, primary_context};
     RMM_NEXT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), what);
     context_ = current_context_or_null();  // the device's primary context, which the guard made
@@ -45,6 +47,7 @@ class owned_stream {
     if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
     // On its device: on a thread without a current context, the runtime would otherwise make
     // device 0's primary context for the call.
+    relaxed_capture_mode const relaxed;
     device_guard const on_device{device_, primary_context, std::nothrow};
     if (cudaError_t const s = cudaStreamDestroy(stream_); s != cudaSuccess) {
       report_release_failure(s, "cudaStreamDestroy");

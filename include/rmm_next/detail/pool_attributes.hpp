@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/error_macros.hpp>
 
@@ -26,17 +27,19 @@ namespace detail {
 /** @brief The release threshold that keeps every byte across synchronizations. */
 inline constexpr std::uint64_t keep_all_threshold = UINT64_MAX;
 
-/** @brief A pool attribute (`cudaMemPoolGetAttribute`). */
+/** @brief A pool attribute (`cudaMemPoolGetAttribute`), in relaxed capture mode. */
 inline std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr)
 {
   std::uint64_t value{};
+  relaxed_capture_mode const relaxed;
   RMM_NEXT_CUDA_TRY(cudaMemPoolGetAttribute(pool, attr, &value));
   return value;
 }
 
-/** @brief Sets a pool attribute (`cudaMemPoolSetAttribute`). */
+/** @brief Sets a pool attribute (`cudaMemPoolSetAttribute`), in relaxed capture mode. */
 inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::uint64_t value)
 {
+  relaxed_capture_mode const relaxed;
   RMM_NEXT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attr, &value));
 }
 

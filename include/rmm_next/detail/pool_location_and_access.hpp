@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/device_queries.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -59,6 +60,7 @@ inline bool has_read_write_access(cudaMemPool_t pool, int device) noexcept
   location.type = cudaMemLocationTypeDevice;
   location.id   = device;
   cudaMemAccessFlags flags{};
+  relaxed_capture_mode const relaxed;
   if (cudaMemPoolGetAccess(&flags, pool, &location) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
@@ -83,6 +85,7 @@ inline void grant_device_access(cudaMemPool_t pool,
     descs.push_back(desc);
   }
   if (!descs.empty()) {
+    relaxed_capture_mode const relaxed;
     RMM_NEXT_CUDA_TRY(cudaMemPoolSetAccess(pool, descs.data(), descs.size()), what);
   }
 }

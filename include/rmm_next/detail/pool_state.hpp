@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -43,6 +44,7 @@ namespace detail {
 struct pool_destroyer {
   void operator()(cudaMemPool_t pool) const noexcept
   {
+    relaxed_capture_mode const relaxed;  // a capture on any thread refuses no destruction
     if (cudaError_t const s = cudaMemPoolDestroy(pool); s != cudaSuccess) {
       report_release_failure(s, "cudaMemPoolDestroy");
     }

@@ -16,32 +16,17 @@
  * @brief Fences: CUDA events recorded on a stream, through the driver entry points, so that work
  * elsewhere can be ordered after that stream's work without synchronizing a device or a context.
  *
- * Every call here is one the driver accepts while any stream of the process is being captured
- * (as long as the stream named is not itself captured), from a thread in relaxed capture mode
- * (`relaxed_capture_mode`): in global mode, a capture on another thread makes the driver refuse
- * some of them and invalidate that capture. None of them touches the runtime's last-error state,
- * so a caller's pending error survives. Once the runtime is unloading, or in a forked child, they
- * do nothing.
+ * Every call here (`cuEventCreate`, `cuEventRecord`, `cuStreamWaitEvent`, `cuEventDestroy`) is
+ * one the driver accepts while any stream of the process is being captured, in any capture mode
+ * of the caller, as long as the stream named is not itself captured (detail/capture_mode.hpp says
+ * which calls a capture makes the driver refuse). None of them touches the runtime's last-error
+ * state, so a caller's pending error survives. Once the runtime is unloading, or in a forked child,
+ * they do nothing.
  */
 
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
-
-/**
- * @brief Puts the calling thread in relaxed capture mode for its lifetime: a capture running in
- * global mode on another thread then refuses none of the calls a release makes.
- */
-class relaxed_capture_mode {
- public:
-  relaxed_capture_mode() noexcept { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-  relaxed_capture_mode(relaxed_capture_mode const&)            = delete;
-  relaxed_capture_mode& operator=(relaxed_capture_mode const&) = delete;
-  ~relaxed_capture_mode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
-
- private:
-  cudaStreamCaptureMode mode_{cudaStreamCaptureModeRelaxed};
-};
 
 /** @brief True when the driver offers fences; without a driver no GPU work exists to wait for. */
 inline bool fences_available() noexcept

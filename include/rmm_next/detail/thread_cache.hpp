@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/stream_fence.hpp>
