@@ -4,6 +4,8 @@
  */
 #pragma once
 
+#include <rmm_next/detail/export.hpp>
+
 #include <cuda_runtime_api.h>
 
 /**
