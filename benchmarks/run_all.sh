@@ -21,7 +21,8 @@
 #                               of one thread of thread_scaling, one after each program (default
 #                               1, 0 for none): the machine's fast periods can outlast every
 #                               repetition of one program, and rounds spread over the run catch
-#                               them for both. Written to OUT_DIR/check/<name>.<round>.json
+#                               them for both. Written to OUT_DIR/check/<name>.<round>.json;
+#                               none with RMM_NEXT_BENCH_FILTER set
 #   RMM_NEXT_BENCH_MIN_TIME     minimum seconds per repetition (default 0.05)
 #   RMM_NEXT_BENCH_FILTER       --benchmark_filter regex (default: all)
 #   RMM_NEXT_BENCH_ALLOW_DEBUG  1: run even when Google Benchmark is a debug build
@@ -53,6 +54,7 @@ check_repetitions=${RMM_NEXT_BENCH_CHECK_REPETITIONS:-10}
 export RMM_NEXT_BENCH_MIN_TIME=${RMM_NEXT_BENCH_MIN_TIME:-0.05}
 filter=${RMM_NEXT_BENCH_FILTER:-.}
 check_rounds=${RMM_NEXT_BENCH_CHECK_ROUNDS:-1}
+[[ $filter == . ]] || check_rounds=0  # a filtered run is not a whole report
 benchmarks=(alloc_free thread_scaling random_allocations allocate_sync per_device_resource_map
             nvtx mixed_pattern mixed_pattern_rmm adaptor_overhead)
 if [[ -x $bench_dir/mixed_pattern_rmm_bench ]]; then  # it runs the same benchmarks and more

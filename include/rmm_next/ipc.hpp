@@ -66,8 +66,7 @@ struct imported_pool_destroyer {
   void operator()(cudaMemPool_t pool) const noexcept
   {
     if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
-    relaxed_capture_mode const relaxed;
-    pool_destroyer{}(pool);
+    pool_destroyer{}(pool);  // in relaxed capture mode
   }
 };
 
