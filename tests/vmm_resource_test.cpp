@@ -17,10 +17,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -656,3 +660,213 @@ TEST_F(VmmResource, ManyThreadsNeverShareABlock)
 }
 
 }  // namespace
+
+// ---- Sizes near SIZE_MAX, frees on captured streams, destroyed contexts, fork ------------------
+
+TEST_F(VmmResource, SizesNearSizeMaxAreOutOfMemoryNamingTheSizeAndNothingIsHandedOut)
+{
+  vmm_resource mr;
+  std::size_t const max = std::numeric_limits<std::size_t>::max();
+  // Each one used to wrap: to a 0-byte block (past 2^64 when rounded to 256) or to a 0-byte
+  // segment (when rounded to the granularity).
+  for (std::size_t const bytes : {max, max - 200, max - 255, max - 4095, max - 4 * MiB + 1}) {
+    std::string const msg =
+      message_of<rmm_next::out_of_memory>([&] { (void)mr.allocate(s1_, bytes); });
+    EXPECT_NE(msg.find("out_of_memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(bytes)), std::string::npos) << msg;
+    std::string const sync =
+      message_of<rmm_next::out_of_memory>([&] { (void)mr.allocate_sync(bytes); });
+    EXPECT_NE(sync.find(std::to_string(bytes)), std::string::npos) << sync;
+  }
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+  EXPECT_TRUE(mr.segments().empty());
+  // The resource keeps working, and two blocks are two addresses.
+  void* a = mr.allocate(s1_, 256);
+  void* b = mr.allocate(s1_, 256);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(mr.allocated_bytes(), 512U);
+  mr.deallocate(s1_, a, 256);
+  mr.deallocate(s1_, b, 256);
+}
+
+TEST_F(VmmResource, ASegmentSizeThatCannotBeRoundedIsRefusedAtConstruction)
+{
+  std::string const msg = message_of<rmm_next::bad_alloc>([&] {
+    vmm_resource mr{vmm_options{.segment_size = std::numeric_limits<std::size_t>::max() - 1}};
+  });
+  EXPECT_NE(msg.find("segment_size 18446744073709551614 cannot be rounded up to the granularity"),
+            std::string::npos)
+    << msg;
+}
+
+/** The fake's record of `stream`, whose `capture_id` says whether it is captured. */
+fc::stream_record& captured(cudaStream_t stream)
+{
+  return *reinterpret_cast<fc::stream_record*>(stream);
+}
+
+/** The calling thread's capture mode, `mode`, for the scope. */
+class thread_mode {
+ public:
+  explicit thread_mode(cudaStreamCaptureMode mode) : saved_{mode}
+  {
+    EXPECT_EQ(cudaThreadExchangeStreamCaptureMode(&saved_), cudaSuccess);
+  }
+  thread_mode(thread_mode const&)            = delete;
+  thread_mode& operator=(thread_mode const&) = delete;
+  ~thread_mode() { (void)cudaThreadExchangeStreamCaptureMode(&saved_); }
+
+ private:
+  cudaStreamCaptureMode saved_;
+};
+
+class VmmFreeInACapture : public VmmResource,
+                          public ::testing::WithParamInterface<cudaStreamCaptureMode> {};
+
+TEST_P(VmmFreeInACapture, LeavesTheCaptureIntactAndTheGraphFreesTheBlockWhenItRuns)
+{
+  vmm_resource mr;
+  void* p                              = mr.allocate(s1_, 4096);
+  void* q                              = mr.allocate(s1_, 4096);  // a neighbour, live throughout
+  constexpr unsigned long long capture = 9;
+  captured(s1_).capture_id             = capture;  // s1 is captured from here on
+  {
+    thread_mode const mode{GetParam()};
+    mr.deallocate(s1_, p, 4096);
+  }
+  EXPECT_FALSE(captured(s1_).capture_invalidated);
+  EXPECT_EQ(mr.allocated_bytes(), 4096U);  // freed, from the caller's view
+  // Until the graph runs past the free, nobody else gets the block: during the capture, nor
+  // after it ends.
+  void* elsewhere = mr.allocate(s2_, 4096);
+  EXPECT_NE(elsewhere, p);
+  captured(s1_).capture_id = 0;  // the capture ends
+  void* after              = mr.allocate(s2_, 4096);
+  EXPECT_NE(after, p);
+  EXPECT_FALSE(captured(s1_).capture_invalidated);
+  fc::run_graph(capture);  // launched: its host node runs once the work before the free is done
+  void* reused = mr.allocate(s2_, 4096);
+  EXPECT_EQ(reused, p);
+  // No wait on an event of the capture (that would invalidate it, or fail outside it).
+  for (auto const& [waiter, event] : fc::fake().events.waits) {
+    EXPECT_NE(waiter, s2_);
+  }
+  fc::run_graph(capture);  // a second launch frees nothing twice
+  EXPECT_EQ(mr.allocated_bytes(), 4 * 4096U);
+  fc::destroy_graph(capture);
+  EXPECT_EQ(fc::fake().user_objects_live, 0);
+  for (void* b : {q, elsewhere, after, reused}) {
+    mr.deallocate(s2_, b, 4096);
+  }
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModeOfTheFreeingThread,
+                         VmmFreeInACapture,
+                         ::testing::Values(cudaStreamCaptureModeGlobal,
+                                           cudaStreamCaptureModeThreadLocal,
+                                           cudaStreamCaptureModeRelaxed));
+
+TEST_F(VmmResource, AGraphDestroyedWithoutRunningOrAnInvalidatedCaptureKeepsItsBlockOut)
+{
+  vmm_resource mr;
+  void* p                  = mr.allocate(s1_, 4096);
+  void* r                  = mr.allocate(s2_, 4096);
+  captured(s1_).capture_id = 3;
+  mr.deallocate(s1_, p, 4096);
+  captured(s1_).capture_id = 0;
+  fc::destroy_graph(3);  // never launched: the block's last use is unknown
+  EXPECT_EQ(fc::fake().user_objects_live, 0);
+  captured(s2_).capture_id          = 4;
+  captured(s2_).capture_invalidated = true;  // a capture that has failed, not yet ended
+  mr.deallocate(s2_, r, 4096);
+  captured(s2_).capture_id = 0;
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+  EXPECT_EQ(mr.graph_pending_bytes(), 2 * 4096U);
+  for (int i = 0; i < 8; ++i) {
+    void* b = mr.allocate(s1_, 4096);
+    EXPECT_NE(b, p);
+    EXPECT_NE(b, r);
+    mr.deallocate(s1_, b, 4096);
+  }
+}
+
+TEST_F(VmmResource, AFailedHostNodeKeepsTheBlockOutAndTheCaptureIntact)
+{
+  vmm_resource mr;
+  void* p                                  = mr.allocate(s1_, 4096);
+  captured(s1_).capture_id                 = 5;
+  fc::fake().fail_next["cuLaunchHostFunc"] = static_cast<cudaError_t>(CUDA_ERROR_INVALID_VALUE);
+  mr.deallocate(s1_, p, 4096);
+  captured(s1_).capture_id = 0;
+  EXPECT_FALSE(captured(s1_).capture_invalidated);
+  EXPECT_EQ(mr.graph_pending_bytes(), 4096U);
+  fc::run_graph(5);
+  EXPECT_NE(mr.allocate(s2_, 4096), p);
+  fc::destroy_graph(5);
+  EXPECT_EQ(fc::fake().user_objects_live, 0);  // the host node's data went with the graph
+}
+
+TEST_F(VmmResource, AFreeFromADestroyedSecondContextLeavesTheSegmentUsable)
+{
+  vmm_resource mr{vmm_options{.segment_size = 4 * MiB}};
+  void* p                   = mr.allocate(s1_, MiB);
+  void* neighbour           = mr.allocate(s1_, MiB);
+  fc::fake().second_context = true;  // a thread of a second context of device 0
+  cudaStream_t s3{};
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking), cudaSuccess);
+  mr.deallocate(s3, p, MiB);
+  fc::fake().second_context = false;
+  fc::destroy_second_context(0);  // after its streams were synchronized, as its owner does
+  // The block, its merged neighbourhood and the other sizes of the segment all work.
+  void* again = mr.allocate(s1_, MiB);
+  EXPECT_EQ(again, p);
+  mr.deallocate(s1_, again, MiB);
+  void* sync = mr.allocate_sync(MiB);
+  EXPECT_EQ(sync, p);
+  mr.deallocate_sync(sync, MiB);
+  mr.deallocate(s2_, neighbour, MiB);
+  void* whole = mr.allocate(s2_, 4 * MiB);
+  EXPECT_EQ(whole, p);
+  mr.deallocate(s2_, whole, 4 * MiB);
+  EXPECT_EQ(fc::fake().events.refused_waits, 0);
+  EXPECT_EQ(mr.segments().size(), 1U);
+}
+
+TEST_F(VmmResource, AForkedChildRefusesEveryAllocationWithATypedError)
+{
+  vmm_resource mr;
+  void* fenced = mr.allocate(s1_, 4096);
+  void* plain  = mr.allocate(s1_, 8192);
+  mr.deallocate(s1_, fenced, 4096);
+  mr.deallocate_sync(plain, 8192);  // a free block with nothing to wait for
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t const pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int code     = 0;
+    auto refused = [](auto&& f) {
+      try {
+        (void)f();
+      } catch (rmm_next::cuda_error const& e) {
+        return std::string{e.what()}.find("forked") != std::string::npos;
+      } catch (...) {
+        return false;
+      }
+      return false;
+    };
+    if (!refused([&] { return mr.allocate_sync(8192); })) { code |= 1; }
+    if (!refused([&] { return mr.allocate(s2_, 4096); })) { code |= 2; }
+    if (!refused([&] { return mr.allocate(s1_, 4096); })) { code |= 4; }
+    ::_exit(code);
+  }
+  int status{};
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "bits: 1 allocate_sync, 2 and 4 allocate handed out a block";
+  void* again = mr.allocate_sync(8192);  // the parent's resource is untouched
+  EXPECT_EQ(mr.allocated_bytes(), 8192U);
+  EXPECT_TRUE(again == fenced || again == plain);
+  mr.deallocate_sync(again, 8192);
+}

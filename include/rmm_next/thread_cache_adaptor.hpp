@@ -17,7 +17,7 @@
 #include <rmm_next/detail/pointer_set.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
+#include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/thread_cache.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>

@@ -59,6 +59,12 @@ enum class vmm_access {
  * @brief How a `vmm_resource` makes its segments. Use designated initializers:
  * `vmm_options{.segment_size = 256 << 20, .on_segment_map = register_it}`.
  */
+/** @brief A segment of a `vmm_resource`: where it is mapped and how large it is. */
+struct vmm_segment {
+  void* base{};
+  std::size_t bytes{};
+};
+
 struct vmm_options {
   /// Requested handle types. FABRIC is dropped when the device lacks it or `cuMemCreate` refuses
   /// it (as `ncclMemAlloc` does); a type asked for alone, or POSIX_FD, must be supported.

@@ -7,16 +7,15 @@
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
 #include <rmm_next/alignment.hpp>
-#include <rmm_next/detail/capture_mode.hpp>
+#include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
-#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/nvtx.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/throw_error.hpp>
-#include <rmm_next/detail/vmm_free_list.hpp>
-#include <rmm_next/detail/vmm_segments.hpp>
+#include <rmm_next/detail/vmm_state.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/vmm_options.hpp>
 
@@ -26,21 +25,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
-
-/** @brief A segment of a `vmm_resource`: where it is mapped and how large it is. */
-struct vmm_segment {
-  void* base{};
-  std::size_t bytes{};
-};
 
 namespace detail {
 
@@ -51,201 +43,6 @@ inline decltype(auto) vmm_nvtx_names() noexcept
 {
   return nvtx_names<vmm_resource_nvtx>("vmm_resource");
 }
-
-/** @brief What the copies of one `vmm_resource` share: the segments, the blocks, the lock. */
-class vmm_state {
- public:
-  vmm_state(vmm_options options, std::optional<int> device)
-    : config_{resolve_vmm_config(options, device)},
-      on_map_{std::move(options.on_segment_map)},
-      on_unmap_{std::move(options.on_segment_unmap)}
-  {
-  }
-  vmm_state(vmm_state const&)            = delete;
-  vmm_state& operator=(vmm_state const&) = delete;
-
-  /// Waits for the frees still pending on streams, then unmaps every segment (hook first).
-  ~vmm_state()
-  {
-    if (!runtime_unloading().load(std::memory_order_relaxed) &&
-        driver().event_synchronize != nullptr) {
-      relaxed_capture_mode const relaxed;  // a capture on any thread refuses no host wait
-      for (auto const& f : free_.all_fences()) {
-        (void)driver().event_synchronize(f->event);
-      }
-    }
-    free_.clear();
-    for (auto const& s : segments_) {
-      if (on_unmap_) {
-        try {
-          on_unmap_(reinterpret_cast<void*>(s.base), s.bytes);
-        } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor reports nothing further
-        }
-      }
-      destroy_segment(s);
-    }
-  }
-
-  /**
-   * @brief A block of `bytes` (a multiple of 256) at `alignment`, and the fences its user must
-   * wait on; makes a segment when no free block fits.
-   */
-  taken_block take(std::size_t bytes, std::size_t alignment)
-  {
-    {
-      std::lock_guard const lock{mutex_};
-      if (auto block = take_locked(bytes, alignment)) { return std::move(*block); }
-    }
-    // One segment at a time, the hook outside the block lock: frees and fitting allocations go on.
-    std::lock_guard const growing{grow_mutex_};
-    {
-      std::lock_guard const lock{mutex_};
-      if (auto block = take_locked(bytes, alignment)) { return std::move(*block); }
-    }
-    std::size_t const segment_bytes =
-      bytes > config_.segment_size ? round_up_to(bytes, config_.granularity) : config_.segment_size;
-    vmm_segment_handle const s = create_segment(config_, segment_bytes, bytes);
-    if (on_map_) {
-      try {
-        on_map_(reinterpret_cast<void*>(s.base), s.bytes);
-      } catch (...) {
-        destroy_segment(s);
-        throw;
-      }
-    }
-    std::lock_guard const lock{mutex_};
-    std::size_t const index = segments_.size();
-    try {
-      segments_.push_back(s);
-    } catch (...) {
-      if (on_unmap_) { on_unmap_(reinterpret_cast<void*>(s.base), s.bytes); }
-      destroy_segment(s);
-      throw;
-    }
-    free_.insert(s.base, s.bytes, index, {});
-    auto block = take_locked(bytes, alignment);  // fits: the base is aligned to the granularity
-    return std::move(*block);
-  }
-
-  /** @brief Returns a block taken at `address` with `fence` (null: nothing to wait for). */
-  void give_back(std::uintptr_t address, std::shared_ptr<free_fence const> fence) noexcept
-  {
-    fence_list fences;
-    try {
-      if (fence) { fences.push_back(std::move(fence)); }
-    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory, the block is lost below
-      return;
-    }
-    give_back(address, std::move(fences));
-  }
-
-  /** @brief Returns a block taken at `address`, still to be waited for on `fences`. */
-  void give_back(std::uintptr_t address, fence_list fences) noexcept
-  {
-    std::lock_guard const lock{mutex_};
-    auto const it = live_.find(address);
-    if (it == live_.end()) { return; }  // not ours: reported by the caller's debug check
-    try {
-      free_.insert(address, it->second.bytes, it->second.segment, std::move(fences));
-    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory, the block is lost
-    }
-    allocated_ -= it->second.bytes;
-    live_.erase(it);
-  }
-
-  /** @brief True when `address` is a live block of this resource. */
-  bool owns(std::uintptr_t address) const
-  {
-    std::lock_guard const lock{mutex_};
-    return live_.contains(address);
-  }
-
-  /** @brief The next order number of fences. */
-  std::uint64_t next_fence_order() noexcept
-  {
-    std::lock_guard const lock{mutex_};
-    return ++fence_order_;
-  }
-
-  std::vector<vmm_segment> segments() const
-  {
-    std::lock_guard const lock{mutex_};
-    std::vector<vmm_segment> out;
-    for (auto const& s : segments_) {
-      out.push_back(vmm_segment{reinterpret_cast<void*>(s.base), s.bytes});
-    }
-    return out;
-  }
-
-  /** @brief The segment holding `ptr`, or nullopt. */
-  std::optional<vmm_segment_handle> segment_of(void const* ptr) const
-  {
-    auto const p = reinterpret_cast<std::uintptr_t>(ptr);
-    std::lock_guard const lock{mutex_};
-    for (auto const& s : segments_) {
-      if (p >= s.base && p < s.base + s.bytes) { return s; }
-    }
-    return std::nullopt;
-  }
-
-  std::size_t allocated_bytes() const
-  {
-    std::lock_guard const lock{mutex_};
-    return allocated_;
-  }
-
-  vmm_config config() const
-  {
-    std::lock_guard const lock{mutex_};
-    return config_;
-  }
-
-  std::size_t free_block_count() const
-  {
-    std::lock_guard const lock{mutex_};
-    return free_.size();
-  }
-
- private:
-  struct live_block {
-    std::size_t bytes{};
-    std::size_t segment{};
-  };
-
-  std::optional<taken_block> take_locked(std::size_t bytes, std::size_t alignment)
-  {
-    auto block = free_.take(bytes, alignment);
-    if (block) {
-      std::size_t segment = 0;
-      for (std::size_t i = 0; i < segments_.size(); ++i) {
-        if (block->address >= segments_[i].base &&
-            block->address < segments_[i].base + segments_[i].bytes) {
-          segment = i;
-          break;
-        }
-      }
-      try {
-        live_.emplace(block->address, live_block{bytes, segment});
-      } catch (...) {
-        free_.insert(block->address, bytes, segment, std::move(block->fences));
-        throw;
-      }
-      allocated_ += bytes;
-    }
-    return block;
-  }
-
-  mutable std::mutex mutex_;
-  std::mutex grow_mutex_;
-  vmm_config config_;
-  std::function<void(void*, std::size_t)> on_map_;
-  std::function<void(void*, std::size_t)> on_unmap_;
-  std::vector<vmm_segment_handle> segments_;
-  vmm_free_list free_;
-  std::unordered_map<std::uintptr_t, live_block> live_;
-  std::size_t allocated_{};
-  std::uint64_t fence_order_{};
-};
 
 }  // namespace detail
 
@@ -263,10 +60,22 @@ class vmm_state {
  *
  * Stream order: a block freed on stream `s` may be handed out again on `s` at once; on any other
  * stream the new user's stream first waits on an event recorded at the free (`cuStreamWaitEvent`,
- * never a synchronization); `allocate_sync` waits on the host for such events. Allocating during
- * stream capture is refused (`not_supported`). A graph being captured on any thread, in any mode,
- * is never invalidated by a call here: the driver accepts the segment and event calls beside a
- * capture, and the host waits run in relaxed capture mode (they wait only for uncaptured work).
+ * never a synchronization); `allocate_sync` waits on the host for such events. The event is one
+ * of the device's primary context, also for a free on a stream of another context (a context
+ * made with `cuCtxCreate`): that context may be destroyed afterwards and the block stays usable.
+ *
+ * Captures: allocating during stream capture is refused (`not_supported`). A block allocated
+ * before a capture may be freed on the capturing stream, in any capture mode: the graph then frees
+ * it, when it first runs past the free (a host node; its earlier work is done by then), and until
+ * then no one else gets it. A graph destroyed without ever running keeps its frees' blocks out of
+ * use until the resource goes, as does a capture that was invalidated. Like `cudaFreeAsync` inside
+ * a capture, the free is the graph's: launching the graph again uses memory that is no longer the
+ * caller's. A graph being captured on any thread, in any mode, is never invalidated by a call
+ * here: the driver accepts the segment, event and host-node calls beside a capture, and the host
+ * waits run in relaxed capture mode (they wait only for uncaptured work).
+ *
+ * A forked child and a process whose CUDA runtime is unloading get a `cuda_error` from every
+ * allocation (CUDA cannot run there), and their frees make no CUDA call.
  *
  * A cheap copyable handle: copies share the segments; the last copy unmaps and releases them,
  * after waiting for the events of the pending frees. Every block must be freed by then.
@@ -301,27 +110,31 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
    * @throws bad_alloc if `alignment` is not a power of two or exceeds the granularity.
    * @throws out_of_memory naming the segment and request sizes when no segment can be made.
    * @throws not_supported while `stream` is being captured.
+   * @throws cuda_error in a forked child, or once the CUDA runtime is unloading.
    */
   [[nodiscard]] void* allocate(cuda::stream_ref stream,
                                std::size_t bytes,
                                std::size_t alignment = default_alignment)
   {
     detail::nvtx_range const range{detail::vmm_nvtx_names().allocate};
-    check_alignment(alignment);
+    constexpr std::string_view what = "vmm_resource::allocate";
+    check_alignment(what, alignment);
     if (bytes == 0) { return nullptr; }
-    if (!detail::stream_is_eager(stream.get())) {
-      detail::throw_error<not_supported>("vmm_resource::allocate",
+    refuse_without_cuda(what);
+    cudaStream_t const handle = stream.get();
+    if (!detail::stream_is_eager(handle)) {
+      detail::throw_error<not_supported>(what,
                                          "allocating during stream capture is not supported; "
                                          "allocate before the capture begins");
     }
-    detail::taken_block block = state_->take(block_size(bytes), alignment);
-    std::uint64_t const mine  = detail::stream_lane(stream.get());
+    detail::taken_block block = state_->take(block_size(what, bytes), alignment);
+    std::uint64_t const mine  = detail::stream_lane(handle);
     for (auto const& f : block.fences) {
       if (mine != 0 && f->stream == mine) { continue; }  // same stream: ordered already
-      if (!detail::wait_for_fence(reinterpret_cast<CUstream>(stream.get()), f->event)) {
+      if (!detail::wait_for_fence(reinterpret_cast<CUstream>(handle), f->event)) {
         wait_on_host(block,
                      *f,
-                     "vmm_resource::allocate",
+                     what,
                      "could not order the stream after an earlier free of the block "
                      "(cuStreamWaitEvent failed)");
       }
@@ -331,7 +144,8 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
 
   /**
    * @brief Frees `ptr` in the order of `stream`: the block is reused on `stream` at once, on other
-   * streams after an event recorded now. nullptr does nothing.
+   * streams after an event recorded now; on a stream being captured, once the graph has run past
+   * the free. nullptr does nothing.
    */
   void deallocate(cuda::stream_ref stream,
                   void* ptr,
@@ -340,24 +154,26 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
   {
     detail::nvtx_range const range{detail::vmm_nvtx_names().deallocate};
     if (ptr == nullptr) { return; }
-    state_->give_back(reinterpret_cast<std::uintptr_t>(ptr), fence_for(stream.get()));
+    state_->free_on(reinterpret_cast<std::uintptr_t>(ptr), stream.get());
   }
 
   /**
    * @brief Memory any stream may use as soon as this returns: events of earlier frees of the
    * block are waited for on the host.
-   * @throws as `allocate`.
+   * @throws as `allocate`, but never `not_supported`.
    */
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
   {
     detail::nvtx_range const range{detail::vmm_nvtx_names().allocate_sync};
-    check_alignment(alignment);
+    constexpr std::string_view what = "vmm_resource::allocate_sync";
+    check_alignment(what, alignment);
     if (bytes == 0) { return nullptr; }
-    detail::taken_block block = state_->take(block_size(bytes), alignment);
+    refuse_without_cuda(what);
+    detail::taken_block block = state_->take(block_size(what, bytes), alignment);
     for (auto const& f : block.fences) {
       wait_on_host(block,
                    *f,
-                   "vmm_resource::allocate_sync",
+                   what,
                    "could not wait for an earlier free of the block (cuEventSynchronize failed)");
     }
     return reinterpret_cast<void*>(block.address);
@@ -369,17 +185,17 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
                        std::size_t /*alignment*/ = default_alignment) noexcept
   {
     if (ptr == nullptr) { return; }
-    state_->give_back(reinterpret_cast<std::uintptr_t>(ptr), nullptr);
+    state_->give_back(reinterpret_cast<std::uintptr_t>(ptr), {});
   }
 
   using detail::compat_members<vmm_resource>::allocate;
   using detail::compat_members<vmm_resource>::deallocate;
 
   /** @brief The device whose memory the segments are. */
-  [[nodiscard]] int device() const { return state_->config().device; }
+  [[nodiscard]] int device() const noexcept { return state_->device(); }
 
   /** @brief The granularity segments are rounded to (and the largest alignment allowed). */
-  [[nodiscard]] std::size_t granularity() const { return state_->config().granularity; }
+  [[nodiscard]] std::size_t granularity() const noexcept { return granularity_; }
 
   /** @brief The size of a segment made for a request no larger than it. */
   [[nodiscard]] std::size_t segment_size() const { return state_->config().segment_size; }
@@ -401,6 +217,12 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
 
   /** @brief Bytes handed out and not yet freed (each request rounded up to 256). */
   [[nodiscard]] std::size_t allocated_bytes() const { return state_->allocated_bytes(); }
+
+  /**
+   * @brief Bytes freed on a stream being captured whose graph has not yet run past the free: no
+   * one else gets them until it has (and never, for a graph destroyed without running).
+   */
+  [[nodiscard]] std::size_t graph_pending_bytes() const { return state_->graph_pending_bytes(); }
 
   /** @brief The segment that holds `ptr`, or nullopt when `ptr` is not in any segment. */
   [[nodiscard]] std::optional<vmm_segment> segment_of(void const* ptr) const
@@ -429,7 +251,7 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
                                          "the segments were made without POSIX_FD handles; ask "
                                          "for vmm_handle_types::posix_fd");
     }
-    auto const fn = driver().mem_export_to_shareable_handle;
+    auto const fn = detail::driver().mem_export_to_shareable_handle;
     if (fn == nullptr) {
       detail::throw_error<not_supported>("vmm_resource::export_segment_fd",
                                          "the driver lacks cuMemExportToShareableHandle");
@@ -453,79 +275,60 @@ class RMM_NEXT_NVTX_ABI vmm_resource : public detail::compat_members<vmm_resourc
   friend constexpr void get_property(vmm_resource const&, cuda::mr::device_accessible) noexcept {}
 
  private:
-  static detail::driver_api const& driver() noexcept { return detail::driver(); }
-
-  static constexpr std::size_t block_size(std::size_t bytes) noexcept
+  /** @brief `bytes` rounded up to 256. @throws out_of_memory when that does not fit. */
+  static std::size_t block_size(std::string_view what, std::size_t bytes)
   {
-    return detail::round_up_to(bytes, default_alignment);
+    std::size_t rounded{};
+    if (!detail::round_up(bytes, default_alignment, rounded)) {
+      detail::throw_error<out_of_memory>(
+        what,
+        "out_of_memory: a request of " + std::to_string(bytes) + " bytes cannot be rounded up to " +
+          std::to_string(default_alignment) + " bytes; no segment can hold it");
+    }
+    return rounded;
   }
 
-  void check_alignment(std::size_t alignment) const
+  void check_alignment(std::string_view what, std::size_t alignment) const
   {
-    if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    detail::check_power_of_two_alignment(what, alignment);
+    if (alignment > granularity_) {
       detail::throw_error<bad_alloc>(
-        "vmm_resource::allocate",
-        "alignment " + std::to_string(alignment) + " is not a power of two");
+        what,
+        "alignment " + std::to_string(alignment) + " exceeds the segment granularity " +
+          std::to_string(granularity_) + "; ask for at most the granularity");
     }
-    if (std::size_t const g = granularity(); alignment > g) {
-      detail::throw_error<bad_alloc>("vmm_resource::allocate",
-                                     "alignment " + std::to_string(alignment) +
-                                       " exceeds the segment granularity " + std::to_string(g) +
-                                       "; ask for at most the granularity");
+  }
+
+  /** @brief Throws `cuda_error` naming `what` in a forked child or while the runtime unloads. */
+  static void refuse_without_cuda(std::string_view what)
+  {
+    if (detail::runtime_unloading().load(std::memory_order_relaxed)) {
+      throw cuda_error{cudaErrorInitializationError,
+                       detail::error_message(
+                         what,
+                         "CUDA cannot be used here: this process is a child forked after CUDA was "
+                         "initialized, or its CUDA runtime is unloading; allocate in the parent, "
+                         "or start the child with the spawn method")};
     }
   }
 
   /**
-   * @brief Waits on the host for `fence` of `block`, in relaxed capture mode (a capture on any
-   * thread refuses no host wait for uncaptured work). When the wait fails, gives the block back,
-   * still unwaited, and throws `cuda_error` with `what` and `failed`.
+   * @brief Waits on the host for `fence` of `block` (relaxed capture mode: a capture on any thread
+   * refuses no host wait for uncaptured work). When the wait fails, gives the block back, still
+   * unwaited, and throws `cuda_error` with `what` and `failed`.
    */
   void wait_on_host(detail::taken_block& block,
                     detail::free_fence const& fence,
-                    char const* what,
+                    std::string_view what,
                     char const* failed) const
   {
-    detail::relaxed_capture_mode const relaxed;
-    if (driver().event_synchronize != nullptr &&
-        driver().event_synchronize(fence.event) == CUDA_SUCCESS) {
-      return;
-    }
+    if (detail::wait_for_fence_on_host(fence.event)) { return; }
     state_->give_back(block.address, std::move(block.fences));
     throw cuda_error{cudaErrorUnknown, detail::error_message(what, failed)};
   }
 
-  /**
-   * @brief An event recorded on `stream` now, in the stream's context; null when none can be
-   * made, after synchronizing `stream` instead (the block is then free for everyone).
-   */
-  std::shared_ptr<detail::free_fence const> fence_for(cudaStream_t stream) const noexcept
-  {
-    if (detail::runtime_unloading().load(std::memory_order_relaxed) ||
-        !detail::fences_available()) {
-      return nullptr;
-    }
-    CUcontext const context = detail::is_default_stream(stream) ? detail::current_context_or_null()
-                                                                : detail::stream_context(stream);
-    CUevent const event     = detail::make_fence_event(context);
-    if (event != nullptr) {
-      detail::context_scope const scope{context};
-      if (detail::record_fence(event, stream)) {
-        try {
-          return std::make_shared<detail::free_fence const>(
-            event, detail::stream_lane(stream), state_->next_fence_order());
-        } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: synchronize below
-        }
-      }
-      detail::destroy_fence_event(event);
-    }
-    if (driver().stream_synchronize != nullptr) {
-      detail::relaxed_capture_mode const relaxed;
-      (void)driver().stream_synchronize(reinterpret_cast<CUstream>(stream));
-    }
-    return nullptr;
-  }
-
   std::shared_ptr<detail::vmm_state> state_;
+  std::size_t granularity_{state_->granularity()};  ///< read on every allocation: held by value
 };
 
 static_assert(detail::stream_ordered_resource_with<vmm_resource, cuda::mr::device_accessible>);

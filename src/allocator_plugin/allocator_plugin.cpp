@@ -20,7 +20,7 @@
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
+#include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>

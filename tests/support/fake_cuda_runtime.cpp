@@ -173,11 +173,32 @@ CUresult primary_ctx_release(CUdevice /*device*/) { return CUDA_SUCCESS; }
 
 // ---- Driver events: records, counted; no GPU work to order ------------------------------------
 
+/** @brief A fake event: the context it was made in, and whether a capture recorded it. */
+struct fake_event {
+  CUcontext context{};
+  bool captured{false};
+};
+
+bool context_destroyed(CUcontext context)
+{
+  auto const address = reinterpret_cast<std::uintptr_t>(context);
+  if (address < second_context_base) { return false; }
+  auto const& gone = fake().destroyed_second_contexts;
+  return std::find(gone.begin(), gone.end(), static_cast<int>(address - second_context_base)) !=
+         gone.end();
+}
+
+stream_record* mutable_stream_of(CUstream stream)
+{
+  return const_cast<stream_record*>(stream_of(reinterpret_cast<cudaStream_t>(stream)));
+}
+
 CUresult event_create(CUevent* event, unsigned int /*flags*/)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
-  *event = reinterpret_cast<CUevent>(new int{});
+  *event = reinterpret_cast<CUevent>(
+    new fake_event{context_of(fake().current_device, fake().second_context)});
   ++fake().events.created;
   return CUDA_SUCCESS;
 }
@@ -187,6 +208,8 @@ CUresult event_record(CUevent event, CUstream stream)
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
   fake().events.recorded.emplace_back(event, reinterpret_cast<cudaStream_t>(stream));
+  stream_record const* s                         = mutable_stream_of(stream);
+  reinterpret_cast<fake_event*>(event)->captured = s != nullptr && s->capture_id != 0;
   return CUDA_SUCCESS;
 }
 
@@ -194,16 +217,20 @@ CUresult event_destroy(CUevent event)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
-  delete reinterpret_cast<int*>(event);
+  delete reinterpret_cast<fake_event*>(event);
   ++fake().events.destroyed;
   return CUDA_SUCCESS;
 }
 
-CUresult event_synchronize(CUevent /*event*/)
+CUresult event_synchronize(CUevent event)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
   note_query_mode("cuEventSynchronize");
+  if (context_destroyed(reinterpret_cast<fake_event*>(event)->context)) {
+    ++fake().events.refused_waits;
+    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
   if (injected("cuEventSynchronize") != cudaSuccess) { return CUDA_ERROR_NOT_READY; }
   ++fake().events.synchronized;
   return CUDA_SUCCESS;
@@ -213,7 +240,150 @@ CUresult stream_wait_event(CUstream stream, CUevent event, unsigned int /*flags*
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
   std::lock_guard const lock{event_mutex()};
+  auto const* e = reinterpret_cast<fake_event const*>(event);
+  if (context_destroyed(e->context)) {
+    ++fake().events.refused_waits;
+    return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  }
+  stream_record* const s = mutable_stream_of(stream);
+  if (e->captured && (s == nullptr || s->capture_id == 0)) {
+    // A wait outside a capture on an event it recorded: the driver refuses it and invalidates
+    // every capture the event's stream takes part in.
+    for (auto& other : fake().streams) {
+      if (other->capture_id != 0) { other->capture_invalidated = true; }
+    }
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  }
   fake().events.waits.emplace_back(reinterpret_cast<cudaStream_t>(stream), event);
+  return CUDA_SUCCESS;
+}
+
+// ---- Driver stream queries, contexts pushed, host nodes and user objects
+// -------------------------
+
+CUresult stream_get_id(CUstream stream, unsigned long long* id)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (stream_record* const s = mutable_stream_of(stream)) {
+    if (s->capture_id != 0) { s->capture_invalidated = true; }  // as the driver does
+  }
+  *id = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(stream));
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  stream_record const* s = mutable_stream_of(stream);
+  *status                = s != nullptr && s->capture_id != 0 ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                              : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult stream_get_capture_info(CUstream stream,
+                                 CUstreamCaptureStatus* status,
+                                 cuuint64_t* id,
+                                 CUgraph* graph,
+                                 CUgraphNode const** dependencies,
+                                 std::size_t* count)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  stream_record const* s           = mutable_stream_of(stream);
+  unsigned long long const capture = s != nullptr ? s->capture_id : 0;
+  *status                          = capture == 0             ? CU_STREAM_CAPTURE_STATUS_NONE
+                                     : s->capture_invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                              : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (id != nullptr) { *id = capture; }
+  if (graph != nullptr) {
+    *graph = capture == 0 ? nullptr : reinterpret_cast<CUgraph>(&fake().graphs[capture]);
+  }
+  if (dependencies != nullptr) { *dependencies = nullptr; }
+  if (count != nullptr) { *count = 0; }
+  return CUDA_SUCCESS;
+}
+
+thread_local std::vector<CUcontext> pushed_contexts;
+
+CUresult ctx_push_current(CUcontext context)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  pushed_contexts.push_back(context_of(fake().current_device, fake().second_context));
+  return ctx_set_current(context);
+}
+
+CUresult ctx_pop_current(CUcontext* popped)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (pushed_contexts.empty()) { return CUDA_ERROR_INVALID_CONTEXT; }
+  *popped = context_of(fake().current_device, fake().second_context);
+  (void)ctx_set_current(pushed_contexts.back());
+  pushed_contexts.pop_back();
+  return CUDA_SUCCESS;
+}
+
+CUresult launch_host_func(CUstream stream, CUhostFn fn, void* data)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (cudaError_t const s = injected("cuLaunchHostFunc"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  stream_record const* s = mutable_stream_of(stream);
+  if (s != nullptr && s->capture_id != 0) {
+    fake().graphs[s->capture_id].host_nodes.emplace_back(fn, data);
+  } else {
+    fn(data);  // no GPU work to wait for
+  }
+  return CUDA_SUCCESS;
+}
+
+/** @brief A fake user object: its data, destructor and references. */
+struct fake_user_object {
+  void* data;
+  CUhostFn destroy;
+  unsigned references;
+};
+
+CUresult user_object_release(CUuserObject object, unsigned int count)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  auto* o = reinterpret_cast<fake_user_object*>(object);
+  if (count > o->references) { return CUDA_ERROR_INVALID_VALUE; }
+  o->references -= count;
+  if (o->references == 0) {
+    o->destroy(o->data);
+    delete o;
+    --fake().user_objects_live;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult user_object_create(
+  CUuserObject* object, void* data, CUhostFn destroy, unsigned int references, unsigned int flags)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC || references == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *object = reinterpret_cast<CUuserObject>(new fake_user_object{data, destroy, references});
+  ++fake().user_objects_live;
+  return CUDA_SUCCESS;
+}
+
+CUresult graph_retain_user_object(CUgraph graph,
+                                  CUuserObject object,
+                                  unsigned int count,
+                                  unsigned int flags)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (cudaError_t const s = injected("cuGraphRetainUserObject"); s != cudaSuccess) {
+    return static_cast<CUresult>(s);
+  }
+  auto* g = reinterpret_cast<graph_record*>(graph);
+  auto* o = reinterpret_cast<fake_user_object*>(object);
+  if ((flags & CU_GRAPH_USER_OBJECT_MOVE) == 0) { o->references += count; }
+  for (unsigned i = 0; i < count; ++i) {
+    g->user_objects.push_back(object);
+  }
   return CUDA_SUCCESS;
 }
 
@@ -448,6 +618,26 @@ cudaMemPool_t make_pool(cudaMemLocation location, cudaMemAllocationType type)
 
 pool_record& record(cudaMemPool_t pool) { return *reinterpret_cast<pool_record*>(pool); }
 
+void run_graph(unsigned long long capture)
+{
+  for (auto const& [fn, data] : fake().graphs[capture].host_nodes) {
+    fn(data);
+  }
+}
+
+void destroy_graph(unsigned long long capture)
+{
+  auto const it = fake().graphs.find(capture);
+  if (it == fake().graphs.end()) { return; }
+  std::vector<void*> const held = std::move(it->second.user_objects);
+  fake().graphs.erase(it);
+  for (void* object : held) {
+    (void)user_object_release(reinterpret_cast<CUuserObject>(object), 1);
+  }
+}
+
+void destroy_second_context(int device) { fake().destroyed_second_contexts.push_back(device); }
+
 cudaStream_t make_stream(int device)
 {
   auto record    = std::make_unique<stream_record>();
@@ -548,6 +738,15 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuEventDestroy", reinterpret_cast<void*>(&fc::event_destroy)},
     {"cuEventSynchronize", reinterpret_cast<void*>(&fc::event_synchronize)},
     {"cuStreamWaitEvent", reinterpret_cast<void*>(&fc::stream_wait_event)},
+    {"cuStreamGetId", reinterpret_cast<void*>(&fc::stream_get_id)},
+    {"cuStreamIsCapturing", reinterpret_cast<void*>(&fc::stream_is_capturing)},
+    {"cuStreamGetCaptureInfo", reinterpret_cast<void*>(&fc::stream_get_capture_info)},
+    {"cuCtxPushCurrent", reinterpret_cast<void*>(&fc::ctx_push_current)},
+    {"cuCtxPopCurrent", reinterpret_cast<void*>(&fc::ctx_pop_current)},
+    {"cuLaunchHostFunc", reinterpret_cast<void*>(&fc::launch_host_func)},
+    {"cuUserObjectCreate", reinterpret_cast<void*>(&fc::user_object_create)},
+    {"cuUserObjectRelease", reinterpret_cast<void*>(&fc::user_object_release)},
+    {"cuGraphRetainUserObject", reinterpret_cast<void*>(&fc::graph_retain_user_object)},
     {"cuDeviceGetAttribute", reinterpret_cast<void*>(&fc::device_get_attribute)},
     {"cuDeviceCanAccessPeer", reinterpret_cast<void*>(&fc::device_can_access_peer)},
     {"cuGetErrorName", reinterpret_cast<void*>(&fc::get_error_name)},

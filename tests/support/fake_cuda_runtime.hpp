@@ -43,6 +43,16 @@ struct stream_record {
   unsigned long long capture_id{0};  ///< nonzero: captured, as the capture queries then say
   int events_recorded{0};            ///< cudaEventRecord calls on the stream
   int event_waits{0};                ///< cudaStreamWaitEvent calls of the stream
+  /// A call the driver refuses on a captured stream was made on it while captured (cuStreamGetId,
+  /// a wait outside the capture on an event recorded inside it): the real capture would end with
+  /// cudaErrorStreamCaptureInvalidated.
+  bool capture_invalidated{false};
+};
+
+/** @brief What the capture of one id put into its graph (`cuStreamGetCaptureInfo` names it). */
+struct graph_record {
+  std::vector<std::pair<void (*)(void*), void*>> host_nodes;  ///< cuLaunchHostFunc, in order
+  std::vector<void*> user_objects;                            ///< references the graph holds
 };
 
 /** @brief A physical allocation of the fake driver's cuMemCreate (its handle is its index + 1). */
@@ -79,6 +89,7 @@ struct vmm_driver {
 /** @brief What the fake driver's events saw (guarded by `event_mutex()`). */
 struct event_log {
   int created{0};
+  int refused_waits{0};  ///< waits and host waits on events of a destroyed context
   int destroyed{0};
   int synchronized{0};
   std::vector<std::pair<void*, cudaStream_t>> recorded;  ///< event, stream
@@ -106,6 +117,9 @@ struct state {
   /// that capture.
   std::vector<std::pair<std::string, cudaStreamCaptureMode>> query_modes;
   std::uintptr_t next_address{0x10000};
+  std::map<unsigned long long, graph_record> graphs;  ///< by capture id
+  int user_objects_live{0};                           ///< made and not yet destroyed
+  std::vector<int> destroyed_second_contexts;         ///< devices whose second context is gone
 };
 
 /** @brief The fake's state. */
@@ -125,6 +139,18 @@ pool_record& record(cudaMemPool_t pool);
 
 /** @brief A stream of `device`. */
 cudaStream_t make_stream(int device);
+
+/** @brief Runs the host nodes of the graph of capture `capture`, in order (a launch). */
+void run_graph(unsigned long long capture);
+
+/** @brief Destroys the graph of capture `capture`: the user objects it holds are released. */
+void destroy_graph(unsigned long long capture);
+
+/**
+ * @brief Destroys the second context of `device`: its events can no longer be waited on, and
+ * waits on them return CUDA_ERROR_CONTEXT_IS_DESTROYED.
+ */
+void destroy_second_context(int device);
 
 /** @brief Pools the library created with `cudaMemPoolCreate`, and how many of them it destroyed. */
 int pools_created();

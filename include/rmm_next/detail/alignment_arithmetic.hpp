@@ -18,8 +18,9 @@
 
 /**
  * @file
- * @brief Sizes and addresses rounded to powers of two, without overflow, for the adaptors that
- * pad or count requests (`aligned_adaptor`, `limiting_adaptor`).
+ * @brief Sizes and addresses rounded up without overflow, and the alignment checks, for every
+ * resource and adaptor that pads or counts requests (`aligned_adaptor`, `limiting_adaptor`,
+ * `vmm_resource`).
  */
 
 namespace rmm_next {
@@ -41,6 +42,23 @@ constexpr bool round_up(std::size_t n, std::size_t multiple, std::size_t& out) n
   std::size_t const mask = multiple - 1;
   if (n > std::numeric_limits<std::size_t>::max() - mask) { return false; }
   out = (n + mask) & ~mask;
+  return true;
+}
+
+/**
+ * @brief Rounds `n` up to a multiple of `multiple` (> 0, any value: a driver's granularity) into
+ * `out`.
+ * @return false, leaving `out` unchanged, when the result does not fit in a `std::size_t`.
+ */
+constexpr bool round_up_to_multiple(std::size_t n, std::size_t multiple, std::size_t& out) noexcept
+{
+  std::size_t const rest = n % multiple;
+  if (rest == 0) {
+    out = n;
+    return true;
+  }
+  if (n > std::numeric_limits<std::size_t>::max() - (multiple - rest)) { return false; }
+  out = n + (multiple - rest);
   return true;
 }
 

@@ -127,33 +127,6 @@ inline int device_or_current(std::optional<int> device, std::string_view what)
   return device ? checked_device(*device, count, what) : current_device(what);
 }
 
-/**
- * @brief The device whose work `stream` orders: the current device for the default streams,
- * else the device the stream was created on (`cuStreamGetDevice`, one driver call, on drivers
- * 12.8 and later; the stream's context on older ones). `no_device` when the driver cannot tell (no
- * driver, an invalid handle).
- */
-inline int stream_device(cudaStream_t stream) noexcept
-{
-  if (is_default_stream(stream)) { return current_device_or_none(); }
-  driver_api const& api = driver();
-  auto const handle     = reinterpret_cast<CUstream>(stream);
-  if (api.stream_get_device != nullptr) {
-    CUdevice device{};
-    return api.stream_get_device(handle, &device) == CUDA_SUCCESS ? static_cast<int>(device)
-                                                                  : no_device;
-  }
-  // Before 12.8: the device of the stream's context, made current for the question.
-  CUcontext const context = stream_context(stream);
-  CUcontext const saved   = current_context_or_null();
-  if (context == nullptr || api.ctx_set_current == nullptr) { return no_device; }
-  if (context == saved) { return device_of_current_context(saved); }
-  if (api.ctx_set_current(context) != CUDA_SUCCESS) { return no_device; }
-  int const device = device_of_current_context(context);
-  (void)api.ctx_set_current(saved);
-  return device;
-}
-
 }  // namespace detail
 }  // namespace RMM_NEXT_ABI_NAMESPACE
 }  // namespace rmm_next

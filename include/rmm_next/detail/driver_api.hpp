@@ -34,6 +34,19 @@ struct driver_api {
   CUresult (*ctx_set_current)(CUcontext)                            = nullptr;
   CUresult (*stream_get_device)(CUstream, CUdevice*)                = nullptr;  ///< driver 12.8+
   CUresult (*stream_get_ctx)(CUstream, CUcontext*)                  = nullptr;
+  /// The 11.3 form: status, id, graph, dependencies (never asked for here).
+  CUresult (*stream_get_capture_info)(CUstream,
+                                      CUstreamCaptureStatus*,
+                                      cuuint64_t*,
+                                      CUgraph*,
+                                      CUgraphNode const**,
+                                      std::size_t*) = nullptr;
+  // Frees inside a capture: a host node, and a user object that ties its data to the graph.
+  CUresult (*launch_host_func)(CUstream, CUhostFn, void*) = nullptr;
+  CUresult (*user_object_create)(CUuserObject*, void*, CUhostFn, unsigned int, unsigned int) =
+    nullptr;
+  CUresult (*user_object_release)(CUuserObject, unsigned int)                             = nullptr;
+  CUresult (*graph_retain_user_object)(CUgraph, CUuserObject, unsigned int, unsigned int) = nullptr;
   // Fences of the thread cache: events recorded on a block's stream, waited on by a stream of
   // the cache's own, never by the device or a context.
   CUresult (*event_create)(CUevent*, unsigned int)                 = nullptr;
@@ -121,6 +134,11 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
     resolve_driver_entry_point("cuCtxSetCurrent", 4000, a.ctx_set_current);
     resolve_driver_entry_point("cuStreamGetDevice", 12080, a.stream_get_device);
     resolve_driver_entry_point("cuStreamGetCtx", 9020, a.stream_get_ctx);
+    resolve_driver_entry_point("cuStreamGetCaptureInfo", 11030, a.stream_get_capture_info);
+    resolve_driver_entry_point("cuLaunchHostFunc", 10000, a.launch_host_func);
+    resolve_driver_entry_point("cuUserObjectCreate", 11030, a.user_object_create);
+    resolve_driver_entry_point("cuUserObjectRelease", 11030, a.user_object_release);
+    resolve_driver_entry_point("cuGraphRetainUserObject", 11030, a.graph_retain_user_object);
     resolve_driver_entry_point("cuEventCreate", 2000, a.event_create);
     resolve_driver_entry_point("cuEventRecord", 2000, a.event_record);
     resolve_driver_entry_point("cuEventDestroy", 4000, a.event_destroy);
@@ -156,35 +174,6 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
     return a;
   }();
   return api;
-}
-
-/**
- * @brief The process-unique id of `stream` (`cuStreamGetId`; ids are never reused, unlike
- * handles), or 0 when the driver cannot tell.
- *
- * In a process without a CUDA driver no stream can exist; the handle's value is then its id.
- */
-[[gnu::always_inline]] inline std::uint64_t stream_id(cudaStream_t stream) noexcept
-{
-  auto const fn = driver().stream_get_id;
-  if (fn == nullptr) {
-    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream));
-  }
-  unsigned long long id{};
-  return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
-}
-
-/**
- * @brief True when work on `stream` runs eagerly: it is not being captured into a graph and the
- * driver could say so. False while it is captured, or when the query fails.
- */
-[[gnu::always_inline]] inline bool stream_is_eager(cudaStream_t stream) noexcept
-{
-  auto const fn = driver().stream_is_capturing;
-  if (fn == nullptr) { return true; }  // no driver: no capture
-  CUstreamCaptureStatus status{};
-  return fn(reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
-         status == CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 /**
@@ -251,31 +240,6 @@ inline int device_of_current_context(CUcontext context) noexcept
     }
   }
   return static_cast<int>(device);
-}
-
-/**
- * @brief The context of `stream` (`cuStreamGetCtx`: one driver call, which a stream being
- * captured answers without harm to the capture, unlike `cuStreamGetDevice` and `cuStreamGetId`),
- * or null when the driver cannot tell. Not for the default streams, whose context is the current
- * one.
- */
-inline CUcontext stream_context(cudaStream_t stream) noexcept
-{
-  auto const fn = driver().stream_get_ctx;
-  CUcontext context{};
-  if (fn == nullptr || fn(reinterpret_cast<CUstream>(stream), &context) != CUDA_SUCCESS) {
-    return nullptr;
-  }
-  return context;
-}
-
-/**
- * @brief True for the handles that name a default stream of whichever device is current when
- * work is ordered on them: 0, `cudaStreamLegacy` and `cudaStreamPerThread`.
- */
-inline bool is_default_stream(cudaStream_t stream) noexcept
-{
-  return stream == cudaStream_t{} || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
 }
 
 }  // namespace detail

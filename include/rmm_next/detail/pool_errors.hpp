@@ -8,6 +8,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/handle_names_and_fabric.hpp>
 #include <rmm_next/detail/memory_kind.hpp>
+#include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/pool_options.hpp>
@@ -60,10 +61,10 @@ namespace detail {
     throw_cuda_error(status, "cudaMallocFromPoolAsync", resource_name(kind));
   }
   (void)cudaGetLastError();
-  cudaStreamCaptureStatus capture{cudaStreamCaptureStatusNone};
-  if (status == cudaErrorNotSupported && stream != nullptr &&
-      cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-      capture != cudaStreamCaptureStatusNone) {
+  if (capture_status const capture =
+        stream != nullptr ? capture_of(stream).status : capture_status::none;
+      status == cudaErrorNotSupported &&
+      (capture == capture_status::active || capture == capture_status::invalidated)) {
     // Graph memory nodes cannot come from host-located pools.
     throw_error<not_supported>(resource_name(kind),
                                "allocating " + std::to_string(bytes) +

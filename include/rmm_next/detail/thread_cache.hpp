@@ -7,7 +7,7 @@
 #include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
+#include <rmm_next/detail/stream.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>

@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/error.hpp>
 
@@ -17,7 +18,8 @@
  * @file
  * @brief How rmm-next raises errors: one message scheme, `rmm_next::<what>: <what happened>`, where
  * `what` names the class or function the user called (never an internal header or line), and the
- * typed exception for a failed CUDA call, with the reason when no driver or device is usable.
+ * typed exception for a failed CUDA call (runtime or driver), with the reason when no driver or
+ * device is usable.
  */
 
 namespace rmm_next {
@@ -147,6 +149,37 @@ inline std::string_view no_usable_device_advice(cudaError_t status)
   if (is_sticky_error(status)) { msg += "; the CUDA context is lost: restart the process"; }
   if (status == cudaErrorNotSupported) { throw not_supported{msg, status}; }
   throw cuda_error{status, msg};
+}
+
+/** @brief The driver's name of `result` ("CUDA_ERROR_OUT_OF_MEMORY"), or its number. */
+inline std::string driver_error_name(CUresult result)
+{
+  char const* name{};
+  if (auto const fn = driver().get_error_name;
+      fn != nullptr && fn(result, &name) == CUDA_SUCCESS && name != nullptr) {
+    return name;
+  }
+  return "CUresult " + std::to_string(static_cast<int>(result));
+}
+
+/**
+ * @brief Throws the typed error of a failed driver call: `not_supported` for
+ * CUDA_ERROR_NOT_SUPPORTED, `out_of_memory` for CUDA_ERROR_OUT_OF_MEMORY (with `oom_detail`, which
+ * names the sizes), `cuda_error` otherwise (its code the runtime's error of the same number).
+ */
+[[noreturn]] inline void throw_driver_error(CUresult result,
+                                            std::string_view call,
+                                            std::string_view what,
+                                            std::string const& oom_detail = {})
+{
+  std::string const failed = std::string{call} + " returned " + driver_error_name(result);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    throw_error<out_of_memory>(what, "out_of_memory: " + oom_detail + " (" + failed + ")");
+  }
+  if (result == CUDA_ERROR_NOT_SUPPORTED) {
+    throw_error<not_supported>(what, failed, cudaErrorNotSupported);
+  }
+  throw cuda_error{static_cast<cudaError_t>(result), error_message(what, failed)};
 }
 
 }  // namespace detail

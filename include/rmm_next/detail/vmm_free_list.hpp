@@ -4,9 +4,8 @@
  */
 #pragma once
 
-#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
-#include <rmm_next/detail/stream_fence.hpp>
+#include <rmm_next/detail/stream.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
@@ -50,29 +49,6 @@ struct free_fence {
 };
 
 using fence_list = std::vector<std::shared_ptr<free_fence const>>;
-
-/** @brief A number unique to the calling thread for the life of the process (never 0). */
-inline std::uint64_t thread_serial() noexcept
-{
-  static std::atomic<std::uint64_t> next{0};
-  thread_local std::uint64_t const mine = ++next;
-  return mine;
-}
-
-/**
- * @brief What orders work queued on `stream` from the calling thread: equal lanes are one stream,
- * whose later events cover its earlier ones. The stream's unique id for a stream the program
- * made; for `cudaStreamPerThread` and 0, which name a different stream on each thread (0 does in
- * programs built with per-thread default streams), the thread and the handle. 0 when the driver
- * cannot tell.
- */
-inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
-{
-  if (stream == cudaStreamPerThread || stream == cudaStream_t{}) {
-    return (std::uint64_t{1} << 63) | (thread_serial() << 1) | (stream == cudaStream_t{} ? 1 : 0);
-  }
-  return stream_id(stream);
-}
 
 /** @brief `into` gains the fences of `from`; of two fences on one stream the later one stays. */
 inline void merge_fences(fence_list& into, fence_list const& from)

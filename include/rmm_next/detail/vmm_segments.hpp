@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
@@ -33,43 +34,6 @@ inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
 inline constexpr char const* vmm_name = "vmm_resource";
-
-/** @brief The driver's name of `result` ("CUDA_ERROR_OUT_OF_MEMORY"), or its number. */
-inline std::string driver_error_name(CUresult result)
-{
-  char const* name{};
-  if (auto const fn = driver().get_error_name;
-      fn != nullptr && fn(result, &name) == CUDA_SUCCESS && name != nullptr) {
-    return name;
-  }
-  return "CUresult " + std::to_string(static_cast<int>(result));
-}
-
-/**
- * @brief Throws the typed error of a failed driver call: `not_supported` for
- * CUDA_ERROR_NOT_SUPPORTED, `out_of_memory` for CUDA_ERROR_OUT_OF_MEMORY (with `oom_detail`, which
- * names the sizes), `cuda_error` otherwise (its code the runtime's error of the same number).
- */
-[[noreturn]] inline void throw_driver_error(CUresult result,
-                                            std::string_view call,
-                                            std::string_view what,
-                                            std::string const& oom_detail = {})
-{
-  std::string const failed = std::string{call} + " returned " + driver_error_name(result);
-  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
-    throw_error<out_of_memory>(what, "out_of_memory: " + oom_detail + " (" + failed + ")");
-  }
-  if (result == CUDA_ERROR_NOT_SUPPORTED) {
-    throw_error<not_supported>(what, failed, cudaErrorNotSupported);
-  }
-  throw cuda_error{static_cast<cudaError_t>(result), error_message(what, failed)};
-}
-
-/** @brief `value` rounded up to a multiple of `granule` (> 0). */
-constexpr std::size_t round_up_to(std::size_t value, std::size_t granule) noexcept
-{
-  return (value + granule - 1) / granule * granule;
-}
 
 /** @brief What every segment of one resource is made with, fixed at construction. */
 struct vmm_config {
@@ -210,8 +174,13 @@ inline vmm_config resolve_vmm_config(vmm_options const& options, std::optional<i
   }
   if (granularity == 0) { granularity = std::size_t{2} << 20; }
   config.granularity = granularity;
-  config.segment_size =
-    round_up_to(options.segment_size == 0 ? 1 : options.segment_size, granularity);
+  if (!round_up_to_multiple(
+        options.segment_size == 0 ? 1 : options.segment_size, granularity, config.segment_size)) {
+    throw_error<bad_alloc>(vmm_name,
+                           "segment_size " + std::to_string(options.segment_size) +
+                             " cannot be rounded up to the granularity " +
+                             std::to_string(granularity) + "; ask for a smaller segment_size");
+  }
   return config;
 }
 

@@ -1,0 +1,393 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/capture_mode.hpp>
+#include <rmm_next/detail/device_id.hpp>
+#include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+
+#include <cuda.h>  // types only
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+
+/**
+ * @file
+ * @brief The stream vocabulary: everything rmm-next asks the driver about a stream (its identity
+ * and lane, whether it is a default stream, its context and device, its capture state) and every
+ * fence it records or waits on. No other code asks the driver about a stream.
+ *
+ * What the driver accepts, measured on an H200 (driver 580), and what each function here does
+ * about it:
+ * - While a stream is being captured, asking it for its id (`cuStreamGetId`) or its device
+ *   (`cuStreamGetDevice`) invalidates the capture, in every capture mode. Its capture state
+ *   (`cuStreamIsCapturing`, `cuStreamGetCaptureInfo`) and its context (`cuStreamGetCtx`) are
+ *   answered without harm. So `stream_id`, `stream_lane` and `stream_device` are for eager streams
+ *   only: callers ask `stream_is_eager` or `capture_of` first.
+ * - Events (create, record, wait, destroy) are accepted beside a capture on any thread, in any
+ *   mode of the caller, as long as the stream named is not itself captured. An event recorded on a
+ *   captured stream belongs to the capture: waiting on it outside the capture invalidates it. A
+ *   block freed on a captured stream is therefore fenced by the graph itself (`release_in_graph`).
+ * - An event of a context that has since been destroyed cannot be waited on, and its handle may be
+ *   reused by a later event. Fences that outlive the call that made them are therefore events of a
+ *   device's primary context, which lives as long as the process: `fence_relay` carries a fence
+ *   of another context over to one.
+ *
+ * None of these calls touches the runtime's last-error state, so a caller's pending error
+ * survives. Once the runtime is unloading, or in a forked child, the fence calls do nothing.
+ */
+
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+namespace detail {
+
+// ---- Identity -------------------------------------------------------------------------------
+
+/**
+ * @brief True for the handles that name a default stream of whichever device is current when
+ * work is ordered on them: 0, `cudaStreamLegacy` and `cudaStreamPerThread`.
+ */
+[[gnu::always_inline]] inline bool is_default_stream(cudaStream_t stream) noexcept
+{
+  return stream == cudaStream_t{} || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+}
+
+/**
+ * @brief The process-unique id of eager `stream` (`cuStreamGetId`; ids are never reused, unlike
+ * handles), or 0 when the driver cannot tell. Never for a stream being captured (see the file).
+ *
+ * In a process without a CUDA driver no stream can exist; the handle's value is then its id.
+ */
+[[gnu::always_inline]] inline std::uint64_t stream_id(cudaStream_t stream) noexcept
+{
+  auto const fn = driver().stream_get_id;
+  if (fn == nullptr) {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(stream));
+  }
+  unsigned long long id{};
+  return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
+}
+
+/** @brief A number unique to the calling thread for the life of the process (never 0). */
+inline std::uint64_t thread_serial() noexcept
+{
+  static std::atomic<std::uint64_t> next{0};
+  thread_local std::uint64_t const mine = ++next;
+  return mine;
+}
+
+/**
+ * @brief What orders work queued on eager `stream` from the calling thread: equal lanes are one
+ * stream, whose later events cover its earlier ones. The stream's unique id for a stream the
+ * program made; for `cudaStreamPerThread` and 0, which name a different stream on each thread (0
+ * does in programs built with per-thread default streams), the thread and the handle. 0 when the
+ * driver cannot tell.
+ */
+inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
+{
+  if (stream == cudaStreamPerThread || stream == cudaStream_t{}) {
+    return (std::uint64_t{1} << 63) | (thread_serial() << 1) | (stream == cudaStream_t{} ? 1 : 0);
+  }
+  return stream_id(stream);
+}
+
+/**
+ * @brief The context of `stream` (`cuStreamGetCtx`: one driver call, answered without harm to a
+ * capture), or null when the driver cannot tell. Not for the default streams, whose context is the
+ * current one (`ordering_context`).
+ */
+inline CUcontext stream_context(cudaStream_t stream) noexcept
+{
+  auto const fn = driver().stream_get_ctx;
+  CUcontext context{};
+  if (fn == nullptr || fn(reinterpret_cast<CUstream>(stream), &context) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  return context;
+}
+
+/** @brief The context work queued on `stream` now runs in: the current one for default streams. */
+inline CUcontext ordering_context(cudaStream_t stream) noexcept
+{
+  return is_default_stream(stream) ? current_context_or_null() : stream_context(stream);
+}
+
+/**
+ * @brief The device whose work eager `stream` orders: the current device for the default streams,
+ * else the device the stream was created on (`cuStreamGetDevice`, one driver call, on drivers
+ * 12.8 and later; the stream's context on older ones). `no_device` when the driver cannot tell (no
+ * driver, an invalid handle).
+ */
+inline int stream_device(cudaStream_t stream) noexcept
+{
+  if (is_default_stream(stream)) { return current_device_or_none(); }
+  driver_api const& api = driver();
+  auto const handle     = reinterpret_cast<CUstream>(stream);
+  if (api.stream_get_device != nullptr) {
+    CUdevice device{};
+    return api.stream_get_device(handle, &device) == CUDA_SUCCESS ? static_cast<int>(device)
+                                                                  : no_device;
+  }
+  // Before 12.8: the device of the stream's context, made current for the question.
+  CUcontext const context = stream_context(stream);
+  CUcontext const saved   = current_context_or_null();
+  if (context == nullptr || api.ctx_set_current == nullptr) { return no_device; }
+  if (context == saved) { return device_of_current_context(saved); }
+  if (api.ctx_set_current(context) != CUDA_SUCCESS) { return no_device; }
+  int const device = device_of_current_context(context);
+  (void)api.ctx_set_current(saved);
+  return device;
+}
+
+// ---- Capture state --------------------------------------------------------------------------
+
+/**
+ * @brief True when work on `stream` runs eagerly: it is not being captured into a graph and the
+ * driver could say so (`cuStreamIsCapturing`). False while it is captured, or when the query fails.
+ */
+[[gnu::always_inline]] inline bool stream_is_eager(cudaStream_t stream) noexcept
+{
+  auto const fn = driver().stream_is_capturing;
+  if (fn == nullptr) { return true; }  // no driver: no capture
+  CUstreamCaptureStatus status{};
+  return fn(reinterpret_cast<CUstream>(stream), &status) == CUDA_SUCCESS &&
+         status == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/** @brief Whether a stream is being captured. */
+enum class capture_status : unsigned char {
+  none,         ///< eager: its work runs as it is queued
+  active,       ///< being captured into `capture_info::graph`
+  invalidated,  ///< its capture failed, and has not ended: the stream refuses what a capture does
+  unknown,      ///< the driver could not say (a destroyed handle, a legacy stream beside a capture)
+};
+
+/** @brief A stream's capture: its status, the capture's process-unique id and its graph. */
+struct capture_info {
+  capture_status status{capture_status::none};
+  unsigned long long id{0};
+  CUgraph graph{};
+
+  /** @brief True unless the stream is known to be eager. */
+  [[nodiscard]] bool capturing() const noexcept { return status != capture_status::none; }
+};
+
+/** @brief The capture `stream` takes part in (`cuStreamGetCaptureInfo`), legal in every mode. */
+inline capture_info capture_of(cudaStream_t stream) noexcept
+{
+  auto const fn = driver().stream_get_capture_info;
+  if (fn == nullptr) {
+    return {stream_is_eager(stream) ? capture_status::none : capture_status::unknown, 0, nullptr};
+  }
+  CUstreamCaptureStatus status{CU_STREAM_CAPTURE_STATUS_NONE};
+  cuuint64_t id{0};
+  CUgraph graph{};
+  if (fn(reinterpret_cast<CUstream>(stream), &status, &id, &graph, nullptr, nullptr) !=
+      CUDA_SUCCESS) {
+    return {capture_status::unknown, 0, nullptr};
+  }
+  switch (status) {
+    case CU_STREAM_CAPTURE_STATUS_NONE: return {capture_status::none, 0, nullptr};
+    case CU_STREAM_CAPTURE_STATUS_ACTIVE: return {capture_status::active, id, graph};
+    default: return {capture_status::invalidated, id, nullptr};
+  }
+}
+
+// ---- Contexts -------------------------------------------------------------------------------
+
+/** @brief Makes `context` current for its lifetime (nothing when it already is, or is null). */
+class context_scope {
+ public:
+  explicit context_scope(CUcontext context) noexcept
+  {
+    driver_api const& api = driver();
+    if (context == nullptr || api.ctx_push_current == nullptr || api.ctx_pop_current == nullptr) {
+      return;
+    }
+    if (current_context_or_null() == context) { return; }
+    pushed_ = api.ctx_push_current(context) == CUDA_SUCCESS;
+    ok_     = pushed_;
+  }
+  context_scope(context_scope const&)            = delete;
+  context_scope& operator=(context_scope const&) = delete;
+  ~context_scope()
+  {
+    if (pushed_) {
+      CUcontext popped{};
+      (void)driver().ctx_pop_current(&popped);
+    }
+  }
+  /** @brief False when `context` could not be made current. */
+  [[nodiscard]] bool ok() const noexcept { return ok_; }
+
+ private:
+  bool pushed_{false};
+  bool ok_{true};
+};
+
+// ---- Fences ---------------------------------------------------------------------------------
+
+/** @brief True when the driver offers fences; without a driver no GPU work exists to wait for. */
+inline bool fences_available() noexcept
+{
+  driver_api const& api = driver();
+  return api.event_create != nullptr && api.event_record != nullptr &&
+         api.event_destroy != nullptr && api.stream_wait_event != nullptr;
+}
+
+/** @brief A new event of `context` that records no timing, or null if the driver refused. */
+inline CUevent make_fence_event(CUcontext context) noexcept
+{
+  if (runtime_unloading().load(std::memory_order_relaxed)) { return nullptr; }
+  context_scope const scope{context};
+  CUevent event{};
+  if (!scope.ok() || driver().event_create(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  return event;
+}
+
+/** @brief Destroys `event` (null: nothing). Work it was recorded behind goes on. */
+inline void destroy_fence_event(CUevent event) noexcept
+{
+  if (event != nullptr && !runtime_unloading().load(std::memory_order_relaxed)) {
+    (void)driver().event_destroy(event);
+  }
+}
+
+/**
+ * @brief Records `event` on `stream` (a stream of the event's context, not being captured): work
+ * that waits on the event afterwards is ordered after everything queued on `stream` so far.
+ * For the default-stream handles, `stream` resolves against the calling thread's current
+ * context, which must be the event's. False if the driver refused.
+ */
+inline bool record_fence(CUevent event, cudaStream_t stream) noexcept
+{
+  return event != nullptr && !runtime_unloading().load(std::memory_order_relaxed) &&
+         driver().event_record(event, reinterpret_cast<CUstream>(stream)) == CUDA_SUCCESS;
+}
+
+/** @brief Orders the work queued on `waiter` from now on after `event`'s. False if refused. */
+inline bool wait_for_fence(CUstream waiter, CUevent event) noexcept
+{
+  return event != nullptr && !runtime_unloading().load(std::memory_order_relaxed) &&
+         driver().stream_wait_event(waiter, event, 0) == CUDA_SUCCESS;
+}
+
+/**
+ * @brief Waits on the host until `event`'s work is done, in relaxed capture mode (it waits only
+ * for uncaptured work, so a capture on any thread refuses nothing). False if the driver refused.
+ */
+inline bool wait_for_fence_on_host(CUevent event) noexcept
+{
+  if (event == nullptr || driver().event_synchronize == nullptr) { return event == nullptr; }
+  relaxed_capture_mode const relaxed;
+  return driver().event_synchronize(event) == CUDA_SUCCESS;
+}
+
+/**
+ * @brief Waits on the host until the work queued on eager `stream` so far is done, in relaxed
+ * capture mode. False if the driver refused.
+ */
+inline bool synchronize_stream(cudaStream_t stream) noexcept
+{
+  if (driver().stream_synchronize == nullptr) { return false; }
+  relaxed_capture_mode const relaxed;
+  return driver().stream_synchronize(reinterpret_cast<CUstream>(stream)) == CUDA_SUCCESS;
+}
+
+/**
+ * @brief Records on eager `stream` a fence of `primary`, a primary context (which lives as long as
+ * the process), whatever context `stream` belongs to. On a stream of `primary` that is one event
+ * record; on a stream of another context (one made with `cuCtxCreate`, which its owner may
+ * destroy) the fence is relayed: an event of the stream's context is recorded on it, `relay` (a
+ * stream of `primary` that nothing else waits behind) waits for it, and the returned event is
+ * recorded on `relay`; the stream's own event is destroyed at once. The returned event stays
+ * valid, and waiting on it stays legal, after the stream's context is destroyed.
+ * @return The fence (owned by the caller, destroyed with `destroy_fence_event`), or null when the
+ * driver refused a step.
+ */
+inline CUevent record_lasting_fence(cudaStream_t stream,
+                                    CUcontext primary,
+                                    cudaStream_t relay) noexcept
+{
+  CUcontext const context = ordering_context(stream);
+  if (context == nullptr || context == primary) {
+    CUevent const event = make_fence_event(primary);
+    context_scope const scope{primary};
+    if (scope.ok() && record_fence(event, stream)) { return event; }
+    destroy_fence_event(event);
+    return nullptr;
+  }
+  CUevent const local = make_fence_event(context);
+  bool recorded       = false;
+  {
+    context_scope const scope{context};
+    recorded = scope.ok() && record_fence(local, stream);
+  }
+  CUevent lasting = nullptr;
+  if (recorded && relay != nullptr) {
+    lasting = make_fence_event(primary);
+    context_scope const scope{primary};
+    if (!scope.ok() || !wait_for_fence(reinterpret_cast<CUstream>(relay), local) ||
+        !record_fence(lasting, relay)) {
+      destroy_fence_event(lasting);
+      lasting = nullptr;
+    }
+  }
+  destroy_fence_event(local);
+  return lasting;
+}
+
+// ---- Frees inside a capture -----------------------------------------------------------------
+
+/**
+ * @brief Calls `fn(data)` on the host when the graph being captured on `stream` (`capture`, as
+ * `capture_of` returned it) runs past this point: a host node, all of whose predecessors in the
+ * graph are done whenever it runs (each launch of the graph runs it again). `data` is taken in
+ * every case and owned by the graph: `destroy(data)` runs when the graph and its instantiations are
+ * gone (a user object), whether `fn` ran or not. Neither may make a CUDA call. Made in relaxed
+ * capture mode, so a capture on another thread in any mode refuses nothing.
+ * @return False when the driver refused: `fn` will never run (`destroy(data)` has run already, or
+ * runs with the graph).
+ */
+inline bool call_in_graph(cudaStream_t stream,
+                          capture_info const& capture,
+                          CUhostFn fn,
+                          CUhostFn destroy,
+                          void* data) noexcept
+{
+  driver_api const& api = driver();
+  if (capture.status != capture_status::active || capture.graph == nullptr ||
+      api.launch_host_func == nullptr || api.user_object_create == nullptr ||
+      api.user_object_release == nullptr || api.graph_retain_user_object == nullptr ||
+      runtime_unloading().load(std::memory_order_relaxed)) {
+    destroy(data);
+    return false;
+  }
+  relaxed_capture_mode const relaxed;
+  context_scope const scope{ordering_context(stream)};
+  CUuserObject object{};
+  if (!scope.ok() ||
+      api.user_object_create(&object, data, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) !=
+        CUDA_SUCCESS) {
+    destroy(data);
+    return false;
+  }
+  // The graph takes a reference of its own, the host node follows, and ours goes: `destroy` runs
+  // once the graph no longer holds `data`, or at once when the graph took no reference.
+  bool const held = api.graph_retain_user_object(capture.graph, object, 1, 0) == CUDA_SUCCESS;
+  bool const called =
+    held && api.launch_host_func(reinterpret_cast<CUstream>(stream), fn, data) == CUDA_SUCCESS;
+  (void)api.user_object_release(object, 1);
+  return called;
+}
+
+}  // namespace detail
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next
