@@ -373,6 +373,119 @@ TEST(VmmResourceGpu, ABlockFreedBehindAKernelIsReusedFromASecondContextOnlyAfter
   EXPECT_EQ(mr.allocated_bytes(), 0U);
 }
 
+/** The capture modes a stream can be captured in. */
+char const* name_of(cudaStreamCaptureMode m)
+{
+  switch (m) {
+    case cudaStreamCaptureModeGlobal: return "global";
+    case cudaStreamCaptureModeThreadLocal: return "thread_local";
+    case cudaStreamCaptureModeRelaxed: return "relaxed";
+  }
+  return "?";
+}
+
+class VmmFreeOnTheCapturingStream : public ::testing::TestWithParam<cudaStreamCaptureMode> {};
+
+TEST_P(VmmFreeOnTheCapturingStream, TheCaptureEndsAndTheGraphFreesTheBlockWhenItRuns)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
+  owned_stream c;
+  owned_stream b;
+  constexpr std::size_t words = 64 * 1024;
+  auto* p = static_cast<std::uint32_t*>(mr.allocate(c.s, words * 4));  // before the capture
+  fill(p, words, 1, c.s);
+  ASSERT_EQ(cudaStreamSynchronize(c.s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(c.s, GetParam()), cudaSuccess);
+  fill(p, words, 7, c.s);        // the graph's last use of the block
+  mr.deallocate(c.s, p, words * 4);  // freed on the capturing stream itself
+  cudaGraph_t graph{};
+  ASSERT_EQ(cudaStreamEndCapture(c.s, &graph), cudaSuccess) << name_of(GetParam());
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+  EXPECT_EQ(mr.graph_pending_bytes(), words * 4);
+  void* before = mr.allocate(b.s, words * 4);  // the graph has not run: another block
+  EXPECT_NE(before, p);
+  mr.deallocate(b.s, before, words * 4);
+  cudaGraphExec_t exec{};
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, c.s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(c.s), cudaSuccess);
+  EXPECT_EQ(mr.graph_pending_bytes(), 0U);
+  auto* again = static_cast<std::uint32_t*>(mr.allocate(b.s, words * 4));
+  EXPECT_EQ(again, p);  // the graph's host node gave it back
+  EXPECT_EQ(count_mismatches(again, words, 7, b.s), 0U);  // after the graph's write
+  mr.deallocate(b.s, again, words * 4);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(b.s), cudaSuccess);
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode,
+                         VmmFreeOnTheCapturingStream,
+                         ::testing::Values(cudaStreamCaptureModeGlobal,
+                                           cudaStreamCaptureModeThreadLocal,
+                                           cudaStreamCaptureModeRelaxed),
+                         [](auto const& info) { return std::string{name_of(info.param)}; });
+
+TEST(VmmResourceGpu, AFreeFromASecondContextDestroyedSinceLeavesTheSegmentUsable)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
+  owned_stream a;
+  constexpr std::size_t words = 64 * 1024;
+  auto* p         = static_cast<std::uint32_t*>(mr.allocate(a.s, words * 4));
+  void* neighbour = mr.allocate(a.s, words * 4);
+  ASSERT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+  {
+    rmm_next::test::second_context ctx2;
+    std::thread{[&] {
+      ctx2.make_current();
+      owned_stream s2;  // a stream of the second context
+      fill(p, words, 9, s2.s);
+      mr.deallocate(s2.s, p, words * 4);
+      EXPECT_EQ(cudaStreamSynchronize(s2.s), cudaSuccess);
+    }}.join();
+  }  // the second context is destroyed here, after its stream
+  void* again = nullptr;
+  EXPECT_NO_THROW(again = mr.allocate(a.s, words * 4));
+  EXPECT_EQ(again, p);
+  EXPECT_EQ(count_mismatches(p, words, 9, a.s), 0U);  // the second context's write, done
+  mr.deallocate(a.s, again, words * 4);
+  void* sync = nullptr;
+  EXPECT_NO_THROW(sync = mr.allocate_sync(words * 4));
+  EXPECT_EQ(sync, p);
+  mr.deallocate_sync(sync, words * 4);
+  mr.deallocate(a.s, neighbour, words * 4);
+  void* whole = nullptr;  // the merged block, another size
+  EXPECT_NO_THROW(whole = mr.allocate(a.s, 2 * MiB));
+  EXPECT_EQ(whole, p);
+  mr.deallocate(a.s, whole, 2 * MiB);
+  EXPECT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
+}
+
+TEST(VmmResourceGpu, SizesNearSizeMaxAreOutOfMemoryAndTheResourceKeepsWorking)
+{
+  RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
+  owned_stream a;
+  std::size_t const max = ~std::size_t{0};
+  for (std::size_t const bytes : {max, max - 200, max - 4095, max - mr.granularity() + 1}) {
+    try {
+      (void)mr.allocate(a.s, bytes);
+      ADD_FAILURE() << bytes << " bytes were handed out";
+    } catch (rmm_next::out_of_memory const& e) {
+      EXPECT_NE(std::string{e.what()}.find(std::to_string(bytes)), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)mr.allocate_sync(bytes), rmm_next::out_of_memory);
+  }
+  EXPECT_EQ(mr.allocated_bytes(), 0U);
+  auto* p = static_cast<std::uint32_t*>(mr.allocate(a.s, 4096));
+  auto* q = static_cast<std::uint32_t*>(mr.allocate(a.s, 4096));
+  EXPECT_NE(p, q);
+  fill(p, 1024, 3, a.s);
+  EXPECT_EQ(count_mismatches(p, 1024, 3, a.s), 0U);
+  mr.deallocate(a.s, p, 4096);
+  mr.deallocate(a.s, q, 4096);
+}
+
 TEST(VmmResourceGpu, AForkedChildFreesAllocatesAndDropsTheResourceAndExitsCleanly)
 {
   std::optional<vmm_resource> mr;
@@ -399,6 +512,13 @@ TEST(VmmResourceGpu, AForkedChildFreesAllocatesAndDropsTheResourceAndExitsCleanl
     int code = 0;
     mr->deallocate(b.s, live, 4096);  // no CUDA work can run here; must not crash
     try {
+      (void)mr->allocate(b.s, 4096);  // the block freed in the parent: refused, not handed out
+      code = 4;
+    } catch (rmm_next::cuda_error const&) {  // NOLINT(bugprone-empty-catch): the typed error
+    } catch (...) {
+      code = 5;
+    }
+    try {
       (void)mr->allocate(b.s, 3 * MiB);  // a new segment: the driver refuses in a child
       code = 2;
     } catch (std::exception const&) {  // NOLINT(bugprone-empty-catch): the expected typed error
@@ -419,8 +539,9 @@ TEST(VmmResourceGpu, AForkedChildFreesAllocatesAndDropsTheResourceAndExitsCleanl
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status) << ": "
                                  << printed;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the child's allocation did not throw; 3: not a "
-                                       "std::exception";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+    << "2: the child's allocation did not throw; 3: not a std::exception; 4: the child was handed "
+       "the parent's freed block; 5: not a cuda_error";
   EXPECT_EQ(printed, "");
   // The parent's resource is untouched: its blocks work and are freed as usual.
   auto* words = static_cast<std::uint32_t*>(live);

@@ -169,13 +169,9 @@ class thread_cache_state final : public cache_backend {
       std::lock_guard lock{release_mutex_};
       stream = release_stream_;  // never destroyed while the state lives
     }
-    auto const sync = driver().stream_synchronize;
-    if (stream == nullptr || sync == nullptr ||
-        runtime_unloading().load(std::memory_order_relaxed)) {
-      return;
-    }
-    relaxed_capture_mode const relaxed;
-    (void)sync(stream);  // a host wait on one stream of ours: harmless to any capture
+    if (stream == nullptr || runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    // A host wait on one stream of ours, in relaxed mode: harmless to any capture.
+    (void)synchronize_stream(reinterpret_cast<cudaStream_t>(stream));
   }
 
   /** @brief The resource (or ref) blocks come from and go back to. */

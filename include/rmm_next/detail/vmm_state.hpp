@@ -251,9 +251,10 @@ class vmm_state {
   }
 
   /** @brief Bytes freed inside captures whose graphs have not run past the free yet. */
-  std::size_t graph_pending_bytes() const
+  std::size_t graph_pending_bytes()
   {
     std::lock_guard const lock{mutex_};
+    reclaim_graph_frees_locked();
     std::size_t bytes = 0;
     for (auto const& [address, block] : in_graphs_) {
       bytes += block.bytes;
