@@ -10,7 +10,8 @@ stream, so every allocation is ordered on the stream PyTorch uses and freed on i
 (as PyTorch's ``cudaMallocAsync`` backend does). ``torch.cuda.empty_cache()`` returns the thread
 caches' blocks and trims the pool. PyTorch's own statistics, snapshots, memory history and CUDA
 graph trees (``torch.compile(mode="reduce-overhead")``) are unavailable on this route;
-``memory_stats()`` and its companions here answer from rmm-next's counts.
+``memory_stats()`` and its companions here answer from rmm-next's counts, and
+``use(install_stats=True)`` puts them in ``torch.cuda`` and ``torch.cuda.memory``.
 
 ``rmm_next.torch.mem_pool()`` keeps PyTorch's caching allocator and all of its tools: it returns a
 ``torch.cuda.MemPool`` whose segments come from rmm-next, for
@@ -29,18 +30,19 @@ from . import _lib, _memory_stats, _vmm, configure, reset_peak_statistics, stati
 # Imported first so that the process uses PyTorch's CUDA runtime, not one found by rmm-next.
 _torch = _lib.import_framework("torch", "rmm_next.torch", "PyTorch", "pip install torch")
 
-# PyTorch's own functions, kept before a shim replaces the ones in torch.cuda (docs/python.md).
-_native = {
-    name: getattr(_torch.cuda.memory, name)
-    for name in (
-        "memory_stats",
-        "memory_allocated",
-        "max_memory_allocated",
-        "memory_reserved",
-        "max_memory_reserved",
-        "reset_peak_memory_stats",
-    )
-}
+#: The statistics functions of ``torch.cuda`` (and ``torch.cuda.memory``) that this module answers
+#: from rmm-next's counts after ``use()``; ``use(install_stats=True)`` puts them there.
+STATISTICS_FUNCTIONS = (
+    "memory_stats",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "reset_peak_memory_stats",
+)
+
+# PyTorch's own functions, kept before use(install_stats=True) replaces them.
+_native = {name: getattr(_torch.cuda.memory, name) for name in STATISTICS_FUNCTIONS}
 
 _allocator = None
 _segment_allocator = None
@@ -49,14 +51,25 @@ _vmm_allocator = None
 #: True once ``use()`` has installed the record-stream hook.
 record_stream_hooked = False
 
+#: True once ``use(install_stats=True)`` put this module's statistics functions in ``torch.cuda``.
+stats_installed = False
 
-def use(pool=None, thread_cache=None, device=None):
+
+def use(pool=None, thread_cache=None, device=None, *, install_stats=False):
     """Makes rmm-next PyTorch's CUDA allocator for the rest of the process.
 
     Must run before PyTorch allocates CUDA memory (PyTorch cannot swap an allocator in use).
     ``pool`` and ``thread_cache`` are as for ``rmm_next.configure`` (default: each device's
-    current pool, no thread cache). Calling it again only applies ``pool`` / ``thread_cache``.
-    Returns the ``torch.cuda.memory.CUDAPluggableAllocator``.
+    current pool, no thread cache). Calling it again only applies ``pool`` / ``thread_cache``
+    (and ``install_stats=True``). Returns the ``torch.cuda.memory.CUDAPluggableAllocator``.
+
+    ``install_stats=True`` replaces ``memory_stats``, ``memory_allocated``,
+    ``max_memory_allocated``, ``memory_reserved``, ``max_memory_reserved`` and
+    ``reset_peak_memory_stats`` in both ``torch.cuda`` and ``torch.cuda.memory`` with this
+    module's (``STATISTICS_FUNCTIONS``), which answer from rmm-next's counts: code that calls
+    PyTorch's (HuggingFace ``Trainer``'s memory metrics, Lightning's ``DeviceStatsMonitor``)
+    works on this route, where PyTorch's own raise. They stay for the process: ``use()`` has no
+    undo.
 
     PyTorch's pluggable-allocator interface has no statistics, snapshots or memory history, and
     no answer to ``checkPoolLiveAllocations``, which CUDA graph trees call:
@@ -66,6 +79,10 @@ def use(pool=None, thread_cache=None, device=None):
     ``torch.cuda.graph`` captures work on this route.
     """
     global _allocator, record_stream_hooked
+    if not isinstance(install_stats, bool):
+        raise ValueError(
+            f"rmm_next.torch.use: install_stats={install_stats!r}; pass True or False"
+        )
     if _allocator is None and (_segment_allocator is not None or _vmm_allocator is not None):
         raise _lib.RmmNextError(
             "rmm_next.torch.use: this process already made a rmm_next.torch.mem_pool() or "
@@ -74,6 +91,8 @@ def use(pool=None, thread_cache=None, device=None):
         )
     configure(pool=pool, thread_cache=thread_cache, device=device)
     if _allocator is not None:
+        if install_stats:
+            _install_stats()
         return _allocator
     from torch.cuda.memory import CUDAPluggableAllocator, change_current_allocator
 
@@ -93,7 +112,21 @@ def use(pool=None, thread_cache=None, device=None):
             f"({e}); call rmm_next.torch.use() before the first CUDA tensor"
         ) from e
     _allocator = allocator
+    if install_stats:
+        _install_stats()
     return allocator
+
+
+def _install_stats():
+    """Puts this module's statistics functions in torch.cuda and torch.cuda.memory. PyTorch's
+    companions that call them by name in torch.cuda.memory (``memory_cached``,
+    ``reset_max_memory_allocated`` ...) then answer from rmm-next too."""
+    global stats_installed
+    mine = globals()
+    for module in (_torch.cuda, _torch.cuda.memory):
+        for name in STATISTICS_FUNCTIONS:
+            setattr(module, name, mine[name])
+    stats_installed = True
 
 
 def in_use():
@@ -415,6 +448,7 @@ def reset_peak_memory_stats(device=None):
 
 
 __all__ = [
+    "STATISTICS_FUNCTIONS",
     "in_use",
     "max_memory_allocated",
     "max_memory_reserved",
@@ -426,5 +460,6 @@ __all__ = [
     "record_stream_hooked",
     "register_mem_pool",
     "reset_peak_memory_stats",
+    "stats_installed",
     "use",
 ]

@@ -1,10 +1,12 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
 """rmm_next.torch over a stand-in torch package (fake_torch.py), no GPU and no PyTorch:
-nccl_mem_pool() and register_mem_pool() on each generation of PyTorch's symmetric registration."""
+nccl_mem_pool() and register_mem_pool() on each generation of PyTorch's symmetric registration,
+and use(install_stats=True)."""
 
 import pytest
 
+from rmm_next import _lib, _memory_stats
 from conftest import gpu_reason
 from fake_torch import CALLS, RECORD_CONFIGURE, run_with_fake_torch
 
@@ -198,3 +200,113 @@ def test_parameter_names_read_pybind11_docstrings(tmp_path, doc, names):
     ''')
     assert r["names"] == names
     assert r["python"] == ["pool", "symm"]  # inspect.signature where Python can read one
+
+
+# ---- use(install_stats=True) -----------------------------------------------------------------
+
+#: rmm_next.statistics() as the stand-in's use() route sees it (every other count 0).
+COUNTS = dict(allocations=7, deallocations=4, failed_allocations=2, allocated_bytes=3000,
+              allocated_bytes_high=9000, total_allocated_bytes=12000,
+              pool_reserved_bytes=1 << 21, pool_reserved_bytes_high=1 << 22)
+
+FAKE_COUNTS = CALLS + f'''
+counts = {{name: 0 for name, _ in rmm_next._lib.Statistics._fields_}}
+counts.update({COUNTS!r})
+asked, resets = [], []
+def fake_statistics(device=None):
+    asked.append(device)
+    return dict(counts)
+rt.statistics = fake_statistics
+rt.reset_peak_statistics = resets.append
+NAMES = ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
+         "max_memory_reserved", "reset_peak_memory_stats")
+def installed():
+    return {{name: [getattr(torch.cuda, name) is getattr(rt, name),
+                    getattr(torch.cuda.memory, name) is getattr(rt, name)] for name in NAMES}}
+'''
+
+STATS_READ = '''
+    values = {
+        "memory_allocated": torch.cuda.memory_allocated(),
+        "max_memory_allocated": torch.cuda.memory.max_memory_allocated(torch.device("cuda", 3)),
+        "memory_reserved": torch.cuda.memory_reserved(1),
+        "max_memory_reserved": torch.cuda.memory.max_memory_reserved(),
+        "memory_stats": torch.cuda.memory_stats(torch.device("cuda", 2)),
+        "memory_cached": torch.cuda.memory.memory_cached(),  # PyTorch's, calling memory_reserved
+    }
+    torch.cuda.reset_peak_memory_stats(1)
+    torch.cuda.memory.reset_max_memory_allocated(2)  # PyTorch's, calling reset_peak_memory_stats
+'''
+
+
+def expected_stats_values():
+    counts = {name: 0 for name, _ in _lib.Statistics._fields_}
+    counts.update(COUNTS)
+    return {
+        "memory_allocated": 3000,
+        "max_memory_allocated": 9000,
+        "memory_reserved": 1 << 21,
+        "max_memory_reserved": 1 << 22,
+        "memory_stats": _memory_stats.pytorch_style(counts),
+        "memory_cached": 1 << 21,
+    }
+
+
+def test_install_stats_puts_rmm_nexts_counts_in_torch_cuda_and_torch_cuda_memory(tmp_path):
+    r = run_with_fake_torch(tmp_path, FAKE_COUNTS, '''
+    before = installed()
+    rt.use(install_stats=True)
+    after, flag = installed(), rt.stats_installed
+    ''' + STATS_READ + '''
+    native = [c for c in torch.cuda.calls if c[0] == "native"]
+    print(json.dumps({"before": before, "after": after, "flag": flag, "values": values,
+                      "asked": asked, "resets": resets, "native": native}))
+    ''')
+    assert all(v == [False, False] for v in r["before"].values())
+    assert all(v == [True, True] for v in r["after"].values()), r["after"]
+    assert r["flag"]
+    assert r["values"] == expected_stats_values()
+    # Each call read the device it named (None: the current one, 0 here).
+    assert r["asked"] == [0, 3, 1, 0, 2, 0]
+    assert r["resets"] == [1, 2]
+    assert r["native"] == []  # PyTorch's own (which raise on this route) were never reached
+
+
+def test_use_without_install_stats_leaves_torch_cuda_alone_and_a_later_call_installs(tmp_path):
+    r = run_with_fake_torch(tmp_path, FAKE_COUNTS, '''
+    rt.use()
+    plain = {"installed": installed(), "flag": rt.stats_installed,
+             "torch_reads": torch.cuda.memory_allocated()}
+    allocator = rt.use(install_stats=True)  # a second call: same allocator, functions installed
+    ''' + STATS_READ + '''
+    print(json.dumps({"plain": plain, "installed": installed(), "values": values,
+                      "swaps": sum(c[0] == "change_current_allocator" for c in torch.cuda.calls),
+                      "same": allocator is rt._allocator}))
+    ''')
+    assert all(v == [False, False] for v in r["plain"]["installed"].values())
+    assert not r["plain"]["flag"]
+    assert r["plain"]["torch_reads"] == -1  # the stand-in's own function answered
+    assert all(v == [True, True] for v in r["installed"].values())
+    assert r["values"] == expected_stats_values()
+    assert r["swaps"] == 1 and r["same"]
+
+
+def test_install_stats_errors_leave_pytorchs_functions(tmp_path):
+    r = run_with_fake_torch(tmp_path, FAKE_COUNTS, '''
+    errors = {}
+    try:
+        rt.use(install_stats="yes")
+    except ValueError as e:
+        errors["value"] = str(e)
+    made = sum(c[0] == "CUDAPluggableAllocator" for c in torch.cuda.calls)
+    torch.cuda.memory.refuse = True  # PyTorch allocated already: the swap is refused
+    errors["swap"] = refusal(lambda: rt.use(install_stats=True))
+    print(json.dumps({"errors": errors, "made_before_swap": made, "installed": installed(),
+                      "flag": rt.stats_installed, "in_use": rt.in_use()}))
+    ''')
+    assert r["errors"]["value"] == "rmm_next.torch.use: install_stats='yes'; pass True or False"
+    assert r["made_before_swap"] == 0  # refused before any allocator was made
+    assert r["errors"]["swap"].startswith("rmm_next.torch.use: PyTorch already allocated CUDA "
+                                          "memory with another allocator")
+    assert all(v == [False, False] for v in r["installed"].values())
+    assert not r["flag"] and not r["in_use"]
