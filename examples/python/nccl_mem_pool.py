@@ -5,6 +5,7 @@ MemPool over memory NCCL can register, registered with the process group's commu
 
     python3 examples/python/nccl_mem_pool.py one_rank             # one GPU, world size 1
     torchrun --nproc-per-node=2 examples/python/nccl_mem_pool.py ranks
+    torchrun --nproc-per-node=2 examples/python/nccl_mem_pool.py symmetric
 """
 
 import os
@@ -57,5 +58,26 @@ def ranks():
     dist.destroy_process_group()
 
 
+def symmetric():
+    # [nccl-mem-pool-symmetric]
+    import os
+    import torch
+    import torch.distributed as dist
+    import rmm_next
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
+
+    pool = rmm_next.torch.nccl_mem_pool(symmetric=True)
+    with torch.cuda.use_mem_pool(pool):  # the same sizes in the same order on every rank
+        x = torch.ones(1 << 24, device="cuda")
+    rmm_next.torch.register_mem_pool(pool)  # symmetric NCCL windows, as this PyTorch takes them
+    dist.all_reduce(x)
+    # [nccl-mem-pool-symmetric end]
+    dist.destroy_process_group()
+
+
 if __name__ == "__main__":
-    {"one_rank": one_rank, "ranks": ranks}[sys.argv[1] if len(sys.argv) > 1 else "one_rank"]()
+    mode = sys.argv[1] if len(sys.argv) > 1 else "one_rank"
+    {"one_rank": one_rank, "ranks": ranks, "symmetric": symmetric}[mode]()

@@ -1,10 +1,10 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
-"""The code blocks of docs/python.md on PyTorch's two routes: a MemPool over rmm-next, and the
-statistics shim for use(). One route per process:
+"""The code blocks of docs/python.md on PyTorch's two routes: a MemPool over rmm-next, and
+PyTorch's statistics functions answered by rmm-next under use(). One route per process:
 
     python3 examples/python/torch_routes.py mem_pool
-    python3 examples/python/torch_routes.py shim
+    python3 examples/python/torch_routes.py install_stats
 """
 
 import sys
@@ -23,23 +23,17 @@ def mem_pool():
     return x
 
 
-def shim():
+def install_stats():
+    # [torch-install-stats]
     import rmm_next
     import torch
 
-    rmm_next.torch.use()
-    # [torch-shim-one]
-    torch.cuda.memory_allocated = rmm_next.torch.memory_allocated
-    # [torch-shim-one end]
-    # [torch-shim-all]
-    for name in ("memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
-                 "max_memory_reserved", "reset_peak_memory_stats"):
-        setattr(torch.cuda, name, getattr(rmm_next.torch, name))
-    # [torch-shim-all end]
+    rmm_next.torch.use(install_stats=True)  # torch.cuda.memory_stats() and its companions
     x = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
-    print(torch.cuda.memory_allocated(), torch.cuda.max_memory_allocated())
+    print(torch.cuda.memory_allocated(), torch.cuda.memory.max_memory_allocated())
+    # [torch-install-stats end]
     return x
 
 
 if __name__ == "__main__":
-    keep = {"mem_pool": mem_pool, "shim": shim}[sys.argv[1]]()
+    keep = {"mem_pool": mem_pool, "install_stats": install_stats}[sys.argv[1]]()

@@ -70,6 +70,15 @@ def framework(name):
         pytest.skip(f"{name} is not installed")
 
 
+def skip_if_skipped(result):
+    """Skips (or fails, with RMM_NEXT_REQUIRE_FRAMEWORKS=1) when a scenario's result says it
+    could not run here ({"skipped": reason})."""
+    if "skipped" in result:
+        if required("RMM_NEXT_REQUIRE_FRAMEWORKS"):
+            pytest.fail(f"RMM_NEXT_REQUIRE_FRAMEWORKS=1 but {result['skipped']}")
+        pytest.skip(result["skipped"])
+
+
 def run_scenario(script, *args, env=None, timeout=600):
     """Runs tests/scenarios/<script> with this interpreter; returns its last line as JSON."""
     environment = dict(os.environ)

@@ -6,7 +6,7 @@ benchmarks/multi_gpu/run_two_gpus.sh runs the same scenario on two ranks."""
 
 import pytest
 
-from conftest import framework, required, run_scenario
+from conftest import framework, run_scenario, skip_if_skipped
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
 MiB = 1 << 20
@@ -67,11 +67,24 @@ def test_destroying_the_pool_gives_its_blocks_back_and_keeps_the_segments(pool):
 
 def test_a_one_rank_all_reduce_over_a_registered_pool(record):
     r = run_scenario("torch_nccl_pool.py", "distributed", 1)
-    if "skipped" in r:
-        if required("RMM_NEXT_REQUIRE_FRAMEWORKS"):
-            pytest.fail(f"RMM_NEXT_REQUIRE_FRAMEWORKS=1 but {r['skipped']}")
-        pytest.skip(r["skipped"])
+    skip_if_skipped(r)
     record("torch.nccl_mem_pool.distributed.1", {k: r[k] for k in ("wrong", "vmm")})
+    assert r["wrong"] == 0 and r["first_values"] == [1.0, 1.0, 1.0]
+    assert r["in_vmm_segments"]
+    assert r["vmm"]["allocations"] >= 1 and r["map_allocations"] == 0
+
+
+def test_a_one_rank_all_reduce_over_a_symmetrically_registered_pool(record):
+    # nccl_mem_pool(symmetric=True) registered by rmm_next.torch.register_mem_pool: on PyTorch
+    # 2.9 and newer (MemPool has no symmetric), register_mem_pool(pool, symm=True) of the
+    # process group's ProcessGroupNCCL; on 2.8, MemPool(symmetric=True) and a plain registration.
+    r = run_scenario("torch_nccl_pool.py", "distributed_symmetric", 1)
+    skip_if_skipped(r)
+    record("torch.nccl_mem_pool.distributed_symmetric.1",
+           {k: r[k] for k in ("wrong", "symmetric_route", "backend")})
+    assert r["symmetric_route"] == ("MemPool(symmetric=True)" if r["mem_pool_takes_symmetric"]
+                                    else "register_mem_pool(pool, symm=True)")
+    assert r["backend"] == "ProcessGroupNCCL"
     assert r["wrong"] == 0 and r["first_values"] == [1.0, 1.0, 1.0]
     assert r["in_vmm_segments"]
     assert r["vmm"]["allocations"] >= 1 and r["map_allocations"] == 0

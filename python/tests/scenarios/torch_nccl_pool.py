@@ -9,12 +9,16 @@
       torch.distributed with the NCCL backend over WORLD processes (1: this one; more:
       torch.multiprocessing.spawn, one per GPU), register_mem_pool(pool) on each rank, then
       all-reduces of tensors from the pool. LOG_DIR gets each rank's JSON.
+  torch_nccl_pool.py distributed_symmetric WORLD [LOG_DIR]
+      the same over nccl_mem_pool(symmetric=True), registered by rmm_next.torch.register_mem_pool
+      (symmetric NCCL windows, in the way this PyTorch takes them).
 
 Prints one JSON object as its last line (rank 0's, with every rank's under "ranks").
 """
 
 import ctypes
 import gc
+import inspect
 import json
 import os
 import pathlib
@@ -108,20 +112,23 @@ def free_port():
         return s.getsockname()[1]
 
 
-def rank_main(rank, world, init_method, log_dir):
+def rank_main(rank, world, init_method, log_dir, symmetric=False):
     import torch.distributed as dist
 
     torch.cuda.set_device(rank)
     device = torch.device("cuda", rank)
     dist.init_process_group("nccl", init_method=init_method, rank=rank, world_size=world,
                             device_id=device)
-    pool = rt.nccl_mem_pool(rank)
+    pool = rt.nccl_mem_pool(rank, symmetric=symmetric)
     n = 4 * MiB  # floats: 16 MiB a tensor
     with torch.cuda.use_mem_pool(pool):
         tensors = [torch.full((n,), float(rank + 1), device=device) for _ in range(2)]
         ramp = torch.arange(n, device=device, dtype=torch.float32) * (rank + 1)
-    backend = dist.distributed_c10d._get_default_group()._get_backend(device)
-    backend.register_mem_pool(pool)
+    if symmetric:
+        backend = rt.register_mem_pool(pool)
+    else:
+        backend = dist.distributed_c10d._get_default_group()._get_backend(device)
+        backend.register_mem_pool(pool)
     for t in tensors:
         dist.all_reduce(t)
     dist.all_reduce(ramp)
@@ -136,6 +143,9 @@ def rank_main(rank, world, init_method, log_dir):
     result = {
         "rank": rank,
         "world": world,
+        "symmetric_route": pool._rmm_next_nccl.route,
+        "mem_pool_takes_symmetric": "symmetric" in inspect.signature(torch.cuda.MemPool).parameters,
+        "backend": type(backend).__name__,
         "wrong": int(sum((t != total).sum().item() for t in tensors + [late])
                      + (ramp != expected_ramp).sum().item()),
         "expected_value": total,
@@ -153,20 +163,20 @@ def rank_main(rank, world, init_method, log_dir):
     return result
 
 
-def spawned(rank, world, init_method, log_dir):
-    rank_main(rank, world, init_method, log_dir)
+def spawned(rank, world, init_method, log_dir, symmetric):
+    rank_main(rank, world, init_method, log_dir, symmetric)
 
 
-def distributed_scenario(world, log_dir):
+def distributed_scenario(world, log_dir, symmetric):
     if world == 1:
         with tempfile.TemporaryDirectory() as d:
-            result = rank_main(0, 1, f"file://{d}/rendezvous", log_dir)
+            result = rank_main(0, 1, f"file://{d}/rendezvous", log_dir, symmetric)
         return dict(result, ranks=[result])
     import torch.multiprocessing as mp
 
     log_dir = log_dir or tempfile.mkdtemp(prefix="rmm_next_nccl_pool_")
-    mp.spawn(spawned, args=(world, f"tcp://127.0.0.1:{free_port()}", log_dir), nprocs=world,
-             join=True)
+    mp.spawn(spawned, args=(world, f"tcp://127.0.0.1:{free_port()}", log_dir, symmetric),
+             nprocs=world, join=True)
     ranks = [json.loads(pathlib.Path(log_dir, f"rank{r}.json").read_text()) for r in range(world)]
     return dict(ranks[0], ranks=ranks)
 
@@ -175,7 +185,7 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "pool":
         emit(pool_scenario())
-    elif mode == "distributed":
+    elif mode in ("distributed", "distributed_symmetric"):
         world = int(sys.argv[2])
         if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
             emit({"skipped": "PyTorch was built without NCCL (torch.distributed)"})
@@ -186,10 +196,10 @@ if __name__ == "__main__":
         log_dir = sys.argv[3] if len(sys.argv) > 3 else None
         if log_dir:
             os.makedirs(log_dir, exist_ok=True)
-        result = distributed_scenario(world, log_dir)
+        result = distributed_scenario(world, log_dir, mode == "distributed_symmetric")
         emit(result)
         # Nonzero when a rank summed wrong or used memory outside the vmm segments (for scripts).
         raise SystemExit(0 if all(r["wrong"] == 0 and r["in_vmm_segments"]
                                   for r in result["ranks"]) else 1)
     else:
-        raise SystemExit(f"unknown mode {mode!r}: pool or distributed")
+        raise SystemExit(f"unknown mode {mode!r}: pool, distributed or distributed_symmetric")
