@@ -9,13 +9,13 @@
 // once, by the last imported_pointer, on one thread or many, and never in a forked child.
 
 #include "support/fake_cuda_runtime.hpp"
+#include "support/forked_child.hpp"
 
 #include <rmm_next/ipc.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -344,14 +344,6 @@ TEST_F(IpcSharedImports, ImportsAndTheirFreeRunInRelaxedCaptureMode)
   ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
 }
 
-/** @brief Waits for `pid`: 0 when it exited with status 0, else its exit status or 128 + signal. */
-int child_status(pid_t pid)
-{
-  int status{};
-  if (::waitpid(pid, &status, 0) != pid) { return -1; }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST_F(IpcSharedImports, AForkedChildFreesNothingAndIsRefusedNewImportsWithATypedError)
 {
   rmm_next::imported_pool const pool           = import_some_pool();
@@ -362,10 +354,7 @@ TEST_F(IpcSharedImports, AForkedChildFreesNothingAndIsRefusedNewImportsWithAType
 
   // Another thread is inside an import, with whatever lock that takes, when the process forks.
   import_in_flight in_flight{pool, exported};
-  pid_t const pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::alarm(20);  // a child that hangs on an inherited lock dies of SIGALRM
+  std::string const child                  = rmm_next::test::run_in_forked_child([&] {
     int const calls_before = fake::fake().ipc.free_calls;
     int code               = 0;
     try {
@@ -382,12 +371,11 @@ TEST_F(IpcSharedImports, AForkedChildFreesNothingAndIsRefusedNewImportsWithAType
     a.reset();
     b.reset();
     if (fake::fake().ipc.free_calls != calls_before) { code |= 4; }
-    ::_exit(code);
-  }
-  int const status                         = child_status(pid);
+    return code;
+  });
   std::optional<imported_pointer> imported = in_flight.finish();
-  EXPECT_EQ(status, 0) << "1: the child imported; 2: not the typed error naming the fork; "
-                          "4: the child freed an import; 128 + 14: it hung";
+  EXPECT_EQ(child, "") << "1: the child imported; 2: not the typed error naming the fork; "
+                          "4: the child freed an import; signal 14: it hung on a lock";
 
   // The parent's imports are as they were: one mapping, freed once, by the last of three.
   ASSERT_TRUE(imported.has_value());
