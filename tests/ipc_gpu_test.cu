@@ -5,17 +5,23 @@
 
 // Pool memory shared with another process: an owned pool exported as a POSIX file descriptor, one
 // allocation exported, a second process (ipc_gpu_test_importer) that imports both, reads what this
-// one wrote and writes back; and the typed errors of pools that cannot be exported.
+// one wrote and writes back; so beside a graph captured on another thread in each capture mode,
+// with the allocation imported twice, from a second context of the device in both processes, and
+// with a child forked by each process; and the typed errors of pools that cannot be exported.
 
 #include "support/capture_elsewhere.hpp"
+#include "support/forked_child.hpp"
 #include "support/ipc_messages.hpp"
 #include "support/kernels.cuh"
+#include "support/second_context.hpp"
 #include "support/stream_guard.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/ipc.hpp>
 #include <rmm_next/pool_options.hpp>
 
+#include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
 #include <fcntl.h>
@@ -30,10 +36,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <optional>
 #include <string>
+#include <thread>
 
 #ifndef RMM_NEXT_TEST_IPC_IMPORTER
 #error "RMM_NEXT_TEST_IPC_IMPORTER must name the importer executable"
@@ -159,21 +167,55 @@ class importer_process {
   int socket_{-1};
 };
 
+using rmm_next::test::ipc_scenario;
+
+/** @brief The calling thread's current context (null if none or the driver cannot say). */
+CUcontext current_context()
+{
+  CUcontext context{};
+  (void)rmm_next::detail::driver().ctx_get_current(&context);
+  return context;
+}
+
+/**
+ * @brief Expects `export_pointer(data)` and `export_pool(mr)` to be refused in a forked child
+ * with the typed error, and the child to exit cleanly and print nothing.
+ */
+void expect_refused_in_a_forked_child(async_device_resource const& mr, void* data)
+{
+  std::string const child = rmm_next::test::run_in_forked_child([&] {
+    auto const refused = [](auto&& call) {
+      try {
+        call();
+        return 1;
+      } catch (rmm_next::cuda_error const& e) {
+        bool const typed = e.code() == cudaErrorInitializationError &&
+                           std::string{e.what()}.find("forked") != std::string::npos;
+        if (!typed) { std::fprintf(stderr, "not the typed error: %s\n", e.what()); }
+        return typed ? 0 : 2;
+      }
+    };
+    return refused([&] { (void)rmm_next::export_pointer(data); }) |
+           refused([&] {
+             (void)rmm_next::export_pool(mr, allocation_handle_type::posix_file_descriptor);
+           }) << 2;
+  });
+  EXPECT_EQ(child, "") << "1, 4: the child exported; 2, 8: not the typed error naming the fork";
+}
+
 /**
  * @brief Exports a pool and an allocation to the importer, which checks what this process wrote
- * and writes its own pattern. `beside_a_capture`: every export, import and release runs while
- * another thread of its process captures a graph in global mode.
+ * and writes its own pattern, as `scenario` says (see `ipc_scenario`). `capture`: every export,
+ * import and release runs while another thread of its process captures a graph in that mode.
+ * Runs on the calling thread's context.
  */
-void round_trip_through_the_importer(bool beside_a_capture)
+void share_with_the_importer(async_device_resource& mr,
+                             std::optional<cudaStreamCaptureMode> capture,
+                             ipc_scenario scenario)
 {
-  int const device = 0;
-  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
-  if ((supported_handle_types(device) & cudaMemHandleTypePosixFileDescriptor) == 0) {
-    GTEST_SKIP() << "device 0 cannot export pools as POSIX file descriptors";
-  }
-  async_device_resource mr{
-    pool_options{.export_handle_type = allocation_handle_type::posix_file_descriptor}, device};
-  rmm_next::test::stream_guard const owned_stream;
+  int const device        = mr.device();
+  CUcontext const context = current_context();
+  rmm_next::test::stream_guard const owned_stream;  // of the calling thread's context
   cudaStream_t const stream         = owned_stream;
   std::size_t const words           = 4 * MiB;
   std::uint32_t const exporter_seed = 0x1234;
@@ -188,15 +230,29 @@ void round_trip_through_the_importer(bool beside_a_capture)
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 
   std::optional<rmm_next::test::capture_elsewhere> elsewhere;
-  if (beside_a_capture) { elsewhere.emplace(cudaStreamCaptureModeGlobal); }
+  if (capture) { elsewhere.emplace(*capture); }
   rmm_next::shareable_pool_handle const handle =
     rmm_next::export_pool(mr, allocation_handle_type::posix_file_descriptor);
   rmm_next::pool_pointer_export const exported = rmm_next::export_pointer(data);
   if (elsewhere) { EXPECT_EQ(elsewhere->end(), "") << "export_pool and export_pointer"; }
   ASSERT_EQ(handle.type(), allocation_handle_type::posix_file_descriptor);
   ASSERT_GE(handle.fd(), 0);
+  EXPECT_EQ(current_context(), context) << "an export changed the thread's context";
+  if (scenario == ipc_scenario::forked_child) {
+    expect_refused_in_a_forked_child(mr, data);
+    // The parent keeps working: it allocates and frees, and shares `data` below.
+    void* const more = mr.allocate_sync(MiB);
+    EXPECT_NE(more, nullptr);
+    mr.deallocate_sync(more, MiB);
+  }
   rmm_next::test::ipc_request const request{
-    exported, words, exporter_seed, importer_seed, device, beside_a_capture ? 1 : 0};
+    exported,
+    words,
+    exporter_seed,
+    importer_seed,
+    device,
+    capture ? static_cast<std::int32_t>(*capture) : rmm_next::test::no_capture,
+    scenario};
 
   rmm_next::test::ipc_reply reply{};
   int exit_status = -1;
@@ -217,7 +273,7 @@ void round_trip_through_the_importer(bool beside_a_capture)
     }
     exit_status = importer.wait();
   }
-  EXPECT_EQ(exit_status, 0);
+  EXPECT_EQ(exit_status, 0) << "134: the importer aborted, e.g. on a release failure it printed";
   ASSERT_EQ(reply.ok, 1) << reply.message;
   EXPECT_EQ(reply.mismatches, 0U) << "words the importer did not read as this process wrote them";
   // The importer has freed its imported pointer, so this process may free the allocation; first,
@@ -225,16 +281,78 @@ void round_trip_through_the_importer(bool beside_a_capture)
   EXPECT_EQ(count_mismatches(data, words, importer_seed, stream), 0U);
   mr.deallocate(stream, data, words * sizeof(std::uint32_t));
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(current_context(), context);
+}
+
+/**
+ * @brief `share_with_the_importer` with an exportable pool of device 0; for
+ * `ipc_scenario::second_context`, on a thread whose current context is a second context of the
+ * device.
+ */
+void round_trip_through_the_importer(std::optional<cudaStreamCaptureMode> capture,
+                                     ipc_scenario scenario = ipc_scenario::import_once)
+{
+  int const device = 0;
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  if ((supported_handle_types(device) & cudaMemHandleTypePosixFileDescriptor) == 0) {
+    GTEST_SKIP() << "device 0 cannot export pools as POSIX file descriptors";
+  }
+  async_device_resource mr{
+    pool_options{.export_handle_type = allocation_handle_type::posix_file_descriptor}, device};
+  if (scenario != ipc_scenario::second_context) {
+    share_with_the_importer(mr, capture, scenario);
+    return;
+  }
+  rmm_next::test::second_context const ctx2;
+  std::thread{[&] {
+    try {
+      ctx2.make_current();
+      share_with_the_importer(mr, capture, scenario);
+      EXPECT_EQ(current_context(), ctx2.get());
+    } catch (std::exception const& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }}.join();
 }
 
 TEST(Ipc, AnotherProcessReadsAndWritesTheExportedPoolsMemory)
 {
-  round_trip_through_the_importer(false);
+  round_trip_through_the_importer(std::nullopt);
 }
 
 TEST(Ipc, ExportsImportsAndReleasesLeaveGlobalCapturesOnOtherThreadsIntact)
 {
-  round_trip_through_the_importer(true);
+  round_trip_through_the_importer(cudaStreamCaptureModeGlobal);
+}
+
+TEST(Ipc, ExportsImportsAndReleasesLeaveThreadLocalCapturesOnOtherThreadsIntact)
+{
+  round_trip_through_the_importer(cudaStreamCaptureModeThreadLocal);
+}
+
+TEST(Ipc, ExportsImportsAndReleasesLeaveRelaxedCapturesOnOtherThreadsIntact)
+{
+  round_trip_through_the_importer(cudaStreamCaptureModeRelaxed);
+}
+
+TEST(Ipc, AnAllocationImportedTwiceIsMappedOnceAndFreedOnceByTheLastImport)
+{
+  round_trip_through_the_importer(std::nullopt, ipc_scenario::import_twice);
+}
+
+TEST(Ipc, AnAllocationImportedTwiceBesideAGlobalCaptureIsFreedOnce)
+{
+  round_trip_through_the_importer(cudaStreamCaptureModeGlobal, ipc_scenario::import_twice);
+}
+
+TEST(Ipc, ExportImportUseAndReleaseWorkFromASecondContextOfTheDevice)
+{
+  round_trip_through_the_importer(std::nullopt, ipc_scenario::second_context);
+}
+
+TEST(Ipc, ForkedChildrenOfTheExporterAndTheImporterAreRefusedAndLeaveTheParentsMemoryAlone)
+{
+  round_trip_through_the_importer(std::nullopt, ipc_scenario::forked_child);
 }
 
 void expect_not_exportable(async_device_resource const& mr)

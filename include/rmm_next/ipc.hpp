@@ -11,6 +11,7 @@
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/handle_names_and_fabric.hpp>
+#include <rmm_next/detail/imported_pointer_registry.hpp>
 #include <rmm_next/detail/pool_errors.hpp>
 #include <rmm_next/detail/pool_location_and_access.hpp>
 #include <rmm_next/detail/pool_state.hpp>
@@ -44,6 +45,14 @@
  * global mode, or on the calling thread, is never invalidated by an export, an import or a
  * release (the driver refuses these calls to a thread in global mode then, and none of them is
  * stream-ordered work that a capture could hold up).
+ *
+ * One allocation imported several times in a process is mapped once: the driver returns the same
+ * address to every import, and the `imported_pointer`s share that mapping, which is freed once,
+ * by the last of them (see `imported_pointer`).
+ *
+ * In a child forked after its parent used CUDA, and once the process is exiting, the driver cannot
+ * be used: exports and imports throw `cuda_error` saying so, and what the child destroys makes no
+ * CUDA call (the parent's imports stay the parent's).
  */
 
 namespace rmm_next {
@@ -60,6 +69,21 @@ static_assert(std::is_trivially_copyable_v<pool_pointer_export>);
 static_assert(std::is_standard_layout_v<pool_pointer_export>);
 
 namespace detail {
+
+/**
+ * @brief Throws `cuda_error` (`cudaErrorInitializationError`) for the IPC call `who` where CUDA
+ * cannot be used any more: in a child forked after its parent used CUDA, or once the process is
+ * exiting (`runtime_unloading`).
+ */
+inline void refuse_where_cuda_is_gone(char const* who)
+{
+  if (!runtime_unloading().load(std::memory_order_relaxed)) { return; }
+  throw cuda_error{cudaErrorInitializationError,
+                   error_message(who,
+                                 "CUDA cannot be used in this process: it is a child forked after "
+                                 "its parent used CUDA, or it is exiting; make IPC calls in the "
+                                 "parent, or start the child with exec (posix_spawn)")};
+}
 
 /** @brief Destroys an imported pool, unless the runtime is already unloading. */
 struct imported_pool_destroyer {
@@ -84,6 +108,7 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                " is not one export_pool makes; use posix_file_descriptor or "
                                "fabric");
   }
+  refuse_where_cuda_is_gone("export_pool");
   if (!is_device_id(device)) { device = current_device_or_none(); }
   relaxed_capture_mode const relaxed;
   if (type == allocation_handle_type::posix_file_descriptor) {
@@ -91,12 +116,15 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
     cudaError_t const s =
       cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0);
     if (s != cudaSuccess) { throw_export_failure(s, type, device); }
-    return shareable_pool_handle{fd};
+    shareable_pool_handle handle{fd};
+    watch_runtime_teardown();
+    return handle;
   }
   cudaMemFabricHandle_t fabric{};
   cudaError_t const s =
     cudaMemPoolExportToShareableHandle(&fabric, pool, cudaMemHandleTypeFabric, 0);
   if (s != cudaSuccess) { throw_export_failure(s, type, device); }
+  watch_runtime_teardown();
   return shareable_pool_handle{fabric};
 }
 
@@ -113,7 +141,8 @@ inline shareable_pool_handle export_pool(cudaMemPool_t pool,
  * @throws logic_error if the pool is null, `type` is another type, or the pool was not created
  * for `type`; the message names the handle type.
  * @throws not_supported for `fabric` where the device, driver or system has no fabric handles.
- * @throws cuda_error for any other failure.
+ * @throws cuda_error in a child forked after its parent used CUDA (`cudaErrorInitializationError`,
+ * saying so), and for any other failure.
  */
 [[nodiscard]] inline shareable_pool_handle export_pool(cudaMemPool_t pool,
                                                        allocation_handle_type type)
@@ -147,7 +176,8 @@ class imported_pool;
  * @param device the device whose kernels will use the memory; the current device if none.
  * @throws logic_error if `handle` is empty.
  * @throws not_supported for a fabric handle this process may not import (no shared IMEX channel).
- * @throws cuda_error when no usable driver or device exists, or the import fails.
+ * @throws cuda_error when no usable driver or device exists, in a child forked after its parent
+ * used CUDA (`cudaErrorInitializationError`, saying so), or when the import fails.
  * @throws std::out_of_range if `device` is not a visible device.
  */
 [[nodiscard]] inline imported_pool import_pool(shareable_pool_handle const& handle,
@@ -198,6 +228,7 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
 {
   char const* const who = "import_pool";
   if (!handle) { detail::throw_error<logic_error>(who, "the shareable_pool_handle is empty"); }
+  detail::refuse_where_cuda_is_gone(who);
   int const id = detail::device_or_current(device, who);
   detail::relaxed_capture_mode const relaxed;
   detail::device_guard const on_device{id};
@@ -233,11 +264,13 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
  * stream it was allocated on, or make the importer wait for it); this process must not free it
  * before every importer has freed its imported pointer.
  * @throws logic_error if `ptr` is null or not an allocation of an exportable pool.
- * @throws cuda_error for any other failure.
+ * @throws cuda_error in a child forked after its parent used CUDA (`cudaErrorInitializationError`,
+ * saying so), and for any other failure.
  */
 [[nodiscard]] inline pool_pointer_export export_pointer(void* ptr)
 {
   if (ptr == nullptr) { detail::throw_error<logic_error>("export_pointer", "the pointer is null"); }
+  detail::refuse_where_cuda_is_gone("export_pointer");
   pool_pointer_export exported{};
   detail::relaxed_capture_mode const relaxed;
   cudaError_t const s = cudaMemPoolExportPointer(&exported.data, ptr);
@@ -254,15 +287,37 @@ inline imported_pool import_pool(shareable_pool_handle const& handle, std::optio
   if (s != cudaSuccess) {
     detail::throw_cuda_error(s, "cudaMemPoolExportPointer", "export_pointer");
   }
+  detail::watch_runtime_teardown();
   return exported;
 }
+
+namespace detail {
+
+/** @brief Frees an imported address (`cudaFree`, in relaxed capture mode, on `device`); failures
+ * are reported, not thrown. */
+inline void free_imported_address(void* address, int device) noexcept
+{
+  relaxed_capture_mode const relaxed;
+  device_guard const on_device{device, std::nothrow};
+  if (cudaError_t const s = cudaFree(address); s != cudaSuccess) {
+    report_release_failure(s, "cudaFree of an imported pointer");
+  }
+}
+
+}  // namespace detail
 
 /**
  * @brief An allocation of another process, imported into this one (`import_pointer`).
  *
- * Move-only. Destroying or `reset()`ting it frees the imported memory with `cudaFree`, which has
- * completed when it returns: then, and only then, the exporter may free the allocation. Keeps its
- * imported pool alive.
+ * Move-only. The driver maps an allocation once per process: importing it again while it is
+ * mapped returns the same address, and the `imported_pointer`s of that address share the one
+ * mapping (they are counted per address, process-wide, thread-safely). Destroying or `reset()`ting
+ * the last of them frees the imported memory with `cudaFree`, which has completed when it returns:
+ * then, and only then, the exporter may free the allocation. Destroying any other leaves the
+ * memory mapped for the rest. Keeps its imported pool alive.
+ *
+ * In a child forked after its parent used CUDA, and once the process is exiting, destroying it
+ * makes no CUDA call: the memory is the parent's, or goes with the process.
  */
 class imported_pointer {
  public:
@@ -272,11 +327,13 @@ class imported_pointer {
   imported_pointer(imported_pointer const&)            = delete;
   imported_pointer& operator=(imported_pointer const&) = delete;
 
+  /** @brief Takes over `other`'s share of the mapping; `other` is left empty. */
   imported_pointer(imported_pointer&& other) noexcept
     : pool_{std::move(other.pool_)}, ptr_{std::exchange(other.ptr_, nullptr)}
   {
   }
 
+  /** @brief Gives up this object's share (see `reset()`), then takes over `other`'s. */
   imported_pointer& operator=(imported_pointer&& other) noexcept
   {
     if (this != &other) {
@@ -287,7 +344,7 @@ class imported_pointer {
     return *this;
   }
 
-  /** @brief Frees the imported memory (see `reset()`). */
+  /** @brief Gives up this object's share of the mapping (see `reset()`). */
   ~imported_pointer() { reset(); }
 
   /** @brief The memory, usable by kernels on the pool's device (null when empty). */
@@ -299,23 +356,40 @@ class imported_pointer {
   /**
    * @brief Gives up the memory: the caller frees it with `cudaFree`, or with `cudaFreeAsync`
    * whose completion it awaits before the exporter frees. The caller also keeps `pool()` alive
-   * until then.
+   * until then, and imports the allocation again only after that free (a new import would map the
+   * same address without knowing that the caller frees it).
+   *
+   * Only the sole import of an address can be released.
+   * @throws logic_error if other `imported_pointer`s of this process share the mapping (the free
+   * is theirs too); nothing changes then: `reset()` or destroy this one instead.
    */
-  [[nodiscard]] void* release() noexcept { return std::exchange(ptr_, nullptr); }
+  [[nodiscard]] void* release()
+  {
+    if (ptr_ != nullptr && !detail::runtime_unloading().load(std::memory_order_relaxed)) {
+      if (std::size_t const shares = detail::imported_pointers().take_sole_share(ptr_);
+          shares > 1) {
+        detail::throw_error<logic_error>(
+          "imported_pointer::release",
+          "the mapping is shared with " + std::to_string(shares - 1) +
+            " other imported_pointer of this process, whose free it is too; reset() or destroy "
+            "this one instead (the last of them frees the memory)");
+      }
+    }
+    return std::exchange(ptr_, nullptr);
+  }
 
   /**
-   * @brief Frees the imported memory now (`cudaFree`, which waits for the device's pending work)
-   * and leaves the object empty. Failures are reported, not thrown.
+   * @brief Gives up this object's share of the mapping and leaves the object empty. The last
+   * share frees the imported memory now (`cudaFree`, which waits for the device's pending work).
+   * Failures are reported, not thrown.
    */
   void reset() noexcept
   {
     void* const ptr = std::exchange(ptr_, nullptr);
     if (ptr != nullptr && !detail::runtime_unloading().load(std::memory_order_relaxed)) {
-      detail::relaxed_capture_mode const relaxed;
-      detail::device_guard const on_device{pool_.device(), std::nothrow};
-      if (cudaError_t const s = cudaFree(ptr); s != cudaSuccess) {
-        detail::report_release_failure(s, "cudaFree of an imported pointer");
-      }
+      detail::imported_pointers().drop_share(ptr, [device = pool_.device()](void* p) noexcept {
+        detail::free_imported_address(p, device);
+      });
     }
     pool_ = imported_pool{};
   }
@@ -324,6 +398,7 @@ class imported_pointer {
   friend imported_pointer import_pointer(imported_pool const& pool,
                                          pool_pointer_export const& exported);
 
+  /** @brief Holds one share of `ptr`, counted already. */
   imported_pointer(imported_pool pool, void* ptr) noexcept : pool_{std::move(pool)}, ptr_{ptr} {}
 
   imported_pool pool_;
@@ -335,23 +410,33 @@ class imported_pointer {
  * allocated from.
  *
  * Use it only once the allocation has completed in the exporting process; free it (destroy the
- * result) before the exporter frees the allocation.
+ * result, and every other import of it) before the exporter frees the allocation. Importing an
+ * allocation that this process holds already returns another `imported_pointer` of the same
+ * address, sharing its mapping.
  * @throws logic_error if `pool` is empty.
- * @throws cuda_error if the import fails (e.g. `exported` comes from another pool, or the
- * exporter has freed the allocation).
+ * @throws cuda_error in a child forked after its parent used CUDA (`cudaErrorInitializationError`,
+ * saying so), or if the import fails (e.g. `exported` comes from another pool, or the exporter
+ * has freed the allocation).
  */
 [[nodiscard]] inline imported_pointer import_pointer(imported_pool const& pool,
                                                      pool_pointer_export const& exported)
 {
-  if (!pool) { detail::throw_error<logic_error>("import_pointer", "the imported_pool is empty"); }
+  char const* const who = "import_pointer";
+  if (!pool) { detail::throw_error<logic_error>(who, "the imported_pool is empty"); }
+  detail::refuse_where_cuda_is_gone(who);
   detail::relaxed_capture_mode const relaxed;
   detail::device_guard const on_device{pool.device()};
   cudaMemPoolPtrExportData data = exported.data;  // the driver takes a non-const pointer
-  void* ptr{};
-  if (cudaError_t const s = cudaMemPoolImportPointer(&ptr, pool.pool_handle(), &data);
-      s != cudaSuccess) {
-    detail::throw_cuda_error(s, "cudaMemPoolImportPointer", "import_pointer");
-  }
+  void* const ptr               = detail::imported_pointers().add_share(
+    [&] {
+      void* mapped{};
+      if (cudaError_t const s = cudaMemPoolImportPointer(&mapped, pool.pool_handle(), &data);
+          s != cudaSuccess) {
+        detail::throw_cuda_error(s, "cudaMemPoolImportPointer", who);
+      }
+      return mapped;
+    },
+    [&](void* mapped) noexcept { detail::free_imported_address(mapped, pool.device()); });
   return imported_pointer{pool, ptr};
 }
 

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
@@ -597,6 +598,21 @@ std::mutex& event_mutex()
   return m;
 }
 
+std::mutex& ipc_mutex()
+{
+  static std::mutex m;
+  return m;
+}
+
+bool is_mapped(void const* address)
+{
+  std::lock_guard const lock{ipc_mutex()};
+  auto const at = reinterpret_cast<std::uintptr_t>(address);
+  return std::any_of(fake().ipc.mapped.begin(), fake().ipc.mapped.end(), [&](auto const& m) {
+    return m.second == at;
+  });
+}
+
 state& fake()
 {
   static state s;
@@ -1009,6 +1025,89 @@ cudaError_t cudaFreeAsync(void*, cudaStream_t)
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
   return fc::injected("cudaFreeAsync");
+}
+
+// ---- Stream-ordered IPC: pools imported as records, allocations mapped once each ----------------
+
+cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* pool,
+                                                 void* /*handle*/,
+                                                 cudaMemAllocationHandleType /*type*/,
+                                                 unsigned int /*flags*/)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolImportFromShareableHandle");
+  if (cudaError_t const s = fc::injected("cudaMemPoolImportFromShareableHandle");
+      s != cudaSuccess) {
+    return s;
+  }
+  std::lock_guard const lock{fc::ipc_mutex()};
+  *pool = fc::add_pool(cudaMemLocation{cudaMemLocationTypeDevice, fc::fake().current_device},
+                       cudaMemAllocationTypePinned,
+                       false);
+  ++fc::fake().ipc.pools_imported;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolExportPointer(cudaMemPoolPtrExportData* data, void* ptr)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolExportPointer");
+  if (cudaError_t const s = fc::injected("cudaMemPoolExportPointer"); s != cudaSuccess) {
+    return s;
+  }
+  *data              = cudaMemPoolPtrExportData{};
+  auto const address = reinterpret_cast<std::uintptr_t>(ptr);
+  static_assert(sizeof(data->reserved) >= sizeof(address));
+  std::memcpy(data->reserved, &address, sizeof(address));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolImportPointer(void** ptr, cudaMemPool_t pool, cudaMemPoolPtrExportData* data)
+{
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaMemPoolImportPointer");
+  std::function<void()> inside;
+  {
+    std::lock_guard const lock{fc::ipc_mutex()};
+    if (cudaError_t const s = fc::injected("cudaMemPoolImportPointer"); s != cudaSuccess) {
+      return s;
+    }
+    if (fc::record(pool).destroyed) { return cudaErrorInvalidValue; }
+    std::uintptr_t exported{};
+    std::memcpy(&exported, data->reserved, sizeof(exported));
+    fc::ipc_driver& ipc = fc::fake().ipc;
+    auto [it, made]     = ipc.mapped.try_emplace(exported, ipc.next_address);
+    if (made) {
+      ipc.next_address += 0x10000;
+      ++ipc.mappings_made;
+    }
+    ++ipc.pointers_imported;
+    *ptr   = reinterpret_cast<void*>(it->second);
+    inside = ipc.inside_import;
+  }
+  if (inside) { inside(); }
+  return cudaSuccess;
+}
+
+// Only imported addresses are freed with cudaFree here; any other address is not mapped.
+cudaError_t cudaFree(void* ptr)
+{
+  if (ptr == nullptr) { return cudaSuccess; }
+  std::lock_guard const lock{fc::ipc_mutex()};
+  fc::ipc_driver& ipc = fc::fake().ipc;
+  ++ipc.free_calls;
+  if (fc::forked_child) { return cudaErrorInitializationError; }
+  fc::note_query_mode("cudaFree");
+  auto const at = reinterpret_cast<std::uintptr_t>(ptr);
+  auto const it = std::find_if(
+    ipc.mapped.begin(), ipc.mapped.end(), [&](auto const& m) { return m.second == at; });
+  if (it == ipc.mapped.end()) {
+    ++ipc.failed_frees;
+    return cudaErrorInvalidValue;
+  }
+  ipc.mapped.erase(it);
+  ++ipc.imported_frees;
+  return cudaSuccess;
 }
 
 // ---- operator new, failing once when told to ------------------------------------------------

@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,10 +97,33 @@ struct event_log {
   std::vector<std::pair<cudaStream_t, void*>> waits;     ///< waiting stream, event
 };
 
+/**
+ * @brief What the fake's stream-ordered IPC calls know and count (guarded by `ipc_mutex()`).
+ *
+ * `cudaMemPoolExportPointer` describes an allocation by its address. `cudaMemPoolImportPointer`
+ * maps each exported allocation once, as the driver does: importing it again while it is mapped
+ * returns the same address; `cudaFree` of that address unmaps it, and a second `cudaFree` fails
+ * with `cudaErrorInvalidValue`.
+ */
+struct ipc_driver {
+  std::map<std::uintptr_t, std::uintptr_t> mapped;  ///< exported address -> imported address
+  int pools_imported{0};     ///< cudaMemPoolImportFromShareableHandle calls that succeeded
+  int pointers_imported{0};  ///< cudaMemPoolImportPointer calls that succeeded
+  int mappings_made{0};      ///< of those, the ones that mapped an allocation not mapped yet
+  int free_calls{0};         ///< every cudaFree call, in a forked child too, null excepted
+  int imported_frees{0};     ///< cudaFree calls that unmapped an imported address
+  int failed_frees{0};       ///< cudaFree calls of an address not mapped (cudaErrorInvalidValue)
+  /// Runs inside every cudaMemPoolImportPointer (without `ipc_mutex()` held), once the address
+  /// is chosen, before the call returns: a test holds an import in flight there.
+  std::function<void()> inside_import;
+  std::uintptr_t next_address{std::uintptr_t{1} << 44};
+};
+
 /** @brief Everything the fake knows; `reset()` starts over. */
 struct state {
   vmm_driver vmm;
   event_log events;
+  ipc_driver ipc;
   int device_count{2};
   int current_device{0};
   /// The current context is a second context of `current_device` (as `cuCtxCreate` makes), not
@@ -112,7 +136,9 @@ struct state {
   std::vector<std::pair<cudaMemPool_t, std::uint64_t>> threshold_sets;  ///< every change
   /// The capture mode of the calling thread at each pool-management call (cudaMemPoolCreate,
   /// cudaMemPoolDestroy, cudaMemPoolGet/SetAttribute, cudaMemPoolGet/SetAccess,
-  /// cudaMemPoolTrimTo), cudaMemGetInfo and cuEventSynchronize: such a call made in global mode
+  /// cudaMemPoolTrimTo), cudaMemGetInfo, cuEventSynchronize and the IPC calls
+  /// (cudaMemPoolImportFromShareableHandle, cudaMemPoolExportPointer, cudaMemPoolImportPointer,
+  /// cudaFree): such a call made in global mode
   /// while another thread captures in global mode is refused by the real driver, and invalidates
   /// that capture.
   std::vector<std::pair<std::string, cudaStreamCaptureMode>> query_modes;
@@ -127,6 +153,12 @@ state& fake();
 
 /** @brief Held by the fake's event entry points, which may run on several threads at once. */
 std::mutex& event_mutex();
+
+/** @brief Held by the fake's IPC entry points, which may run on several threads at once. */
+std::mutex& ipc_mutex();
+
+/** @brief True while `address` is an imported address not freed yet (takes `ipc_mutex()`). */
+bool is_mapped(void const* address);
 
 /** @brief Forgets every pool, stream and failure; `device_count` devices, device 0 current. */
 void reset(int device_count = 2);

@@ -15,6 +15,21 @@
 
 namespace rmm_next::test {
 
+/** @brief What the importer does with the allocation, beside importing, using and freeing it. */
+enum class ipc_scenario : std::int32_t {
+  import_once,  ///< one import
+  /// two imports of the allocation, used through both, destroyed in turn: they share one mapping,
+  /// which stays usable through the second after the first is gone, and is freed once
+  import_twice,
+  second_context,  ///< every step with a second context of the device current (cuCtxCreate)
+  /// a child forked after the imports, whose import is refused with a typed error, destroys its
+  /// copies of the parent's imports and exits cleanly; the parent then uses and frees its own
+  forked_child,
+};
+
+/** @brief No capture beside the importer's steps (`ipc_request::capture_mode`). */
+inline constexpr std::int32_t no_capture = -1;
+
 /** @brief The allocation to import, the pattern it holds and the pattern to write back. */
 struct ipc_request {
   rmm_next::pool_pointer_export allocation;
@@ -22,9 +37,11 @@ struct ipc_request {
   std::uint32_t exporter_seed;  ///< the allocation holds `pattern(i, exporter_seed)`
   std::uint32_t importer_seed;  ///< the importer writes `pattern(i, importer_seed)`
   std::int32_t device;          ///< the device whose kernels use the memory
-  /// 1: the importer imports the pool and the allocation, and frees the import, each while
-  /// another of its threads captures a graph in global mode, which must survive.
-  std::int32_t beside_a_capture;
+  /// `no_capture`, or a `cudaStreamCaptureMode`: the importer imports the pool and the
+  /// allocation, and frees the import, each while another of its threads captures a graph in that
+  /// mode, which must survive.
+  std::int32_t capture_mode;
+  ipc_scenario scenario;
 };
 
 /** @brief Sent once the importer has freed its imported pointer. */

@@ -4,22 +4,28 @@
  */
 #pragma once
 
-// A second context of a device for GPU tests, made with cuCtxCreate through the runtime's
-// cudaGetDriverEntryPointByVersion (libcuda is never linked).
+// A second context of a device for GPU tests and their helper processes, made with cuCtxCreate
+// through the runtime's cudaGetDriverEntryPointByVersion (libcuda is never linked). No GoogleTest
+// (the importer processes use it too): a driver call that fails throws std::runtime_error naming
+// it, which fails the test that made the call.
 
 #include <rmm_next/detail/driver_api.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
-#include <gtest/gtest.h>
+#include <stdexcept>
+#include <string>
 
 namespace rmm_next::test {
 
 /** @brief A second context of device 0 (cuCtxCreate), destroyed with the object. */
 class second_context {
  public:
-  /** @brief Makes the context; the thread's current context stays the one it had. */
+  /**
+   * @brief Makes the context; the thread's current context stays the one it had.
+   * @throws std::runtime_error if the driver cannot make it.
+   */
   second_context()
   {
     void* create{};
@@ -27,25 +33,27 @@ class second_context {
     cudaDriverEntryPointQueryResult found{};
 #if CUDART_VERSION >= 13000
     using create_fn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
-    EXPECT_EQ(
+    check(
       cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 13000, cudaEnableDefault, &found),
-      cudaSuccess);
+      "cudaGetDriverEntryPointByVersion(cuCtxCreate)");
 #else
     using create_fn = CUresult (*)(CUcontext*, unsigned int, CUdevice);
-    EXPECT_EQ(
-      cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 3020, cudaEnableDefault, &found),
-      cudaSuccess);
+    check(cudaGetDriverEntryPointByVersion("cuCtxCreate", &create, 3020, cudaEnableDefault, &found),
+          "cudaGetDriverEntryPointByVersion(cuCtxCreate)");
 #endif
-    EXPECT_EQ(
+    check(
       cudaGetDriverEntryPointByVersion("cuCtxDestroy", &destroy, 4000, cudaEnableDefault, &found),
-      cudaSuccess);
+      "cudaGetDriverEntryPointByVersion(cuCtxDestroy)");
+    if (create == nullptr || destroy == nullptr) {
+      throw std::runtime_error{"second_context: the driver has no cuCtxCreate or cuCtxDestroy"};
+    }
     destroy_ = reinterpret_cast<CUresult (*)(CUcontext)>(destroy);
     CUcontext saved{};
-    EXPECT_EQ(rmm_next::detail::driver().ctx_get_current(&saved), CUDA_SUCCESS);
+    check(rmm_next::detail::driver().ctx_get_current(&saved), "cuCtxGetCurrent");
 #if CUDART_VERSION >= 13000
-    EXPECT_EQ(reinterpret_cast<create_fn>(create)(&context_, nullptr, 0, 0), CUDA_SUCCESS);
+    check(reinterpret_cast<create_fn>(create)(&context_, nullptr, 0, 0), "cuCtxCreate");
 #else
-    EXPECT_EQ(reinterpret_cast<create_fn>(create)(&context_, 0, 0), CUDA_SUCCESS);
+    check(reinterpret_cast<create_fn>(create)(&context_, 0, 0), "cuCtxCreate");
 #endif
     (void)rmm_next::detail::driver().ctx_set_current(saved);  // cuCtxCreate made it current
   }
@@ -56,15 +64,33 @@ class second_context {
     if (context_ != nullptr) { (void)destroy_(context_); }
   }
 
-  /** @brief Makes the context current on the calling thread. */
+  /**
+   * @brief Makes the context current on the calling thread.
+   * @throws std::runtime_error if the driver refuses.
+   */
   void make_current() const
   {
-    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(context_), CUDA_SUCCESS);
+    check(rmm_next::detail::driver().ctx_set_current(context_), "cuCtxSetCurrent");
   }
 
   [[nodiscard]] CUcontext get() const noexcept { return context_; }
 
  private:
+  static void check(cudaError_t status, char const* what)
+  {
+    if (status != cudaSuccess) {
+      throw std::runtime_error{std::string{"second_context: "} + what + " returned " +
+                               cudaGetErrorName(status)};
+    }
+  }
+  static void check(CUresult status, char const* what)
+  {
+    if (status != CUDA_SUCCESS) {
+      throw std::runtime_error{std::string{"second_context: "} + what + " returned CUresult " +
+                               std::to_string(static_cast<int>(status))};
+    }
+  }
+
   CUcontext context_{};
   CUresult (*destroy_)(CUcontext){};
 };
