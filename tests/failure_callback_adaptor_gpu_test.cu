@@ -7,7 +7,8 @@
 // maximum size: a callback that spills (copies the oldest block to the host, frees it through
 // the same adaptor) lets allocations past the maximum succeed; kernels write and read every
 // block, and the spilled copies hold what the kernels wrote; the callback's counts and arguments
-// are read back; with nothing left to spill the pool's own out_of_memory reaches the caller.
+// are read back; with nothing left to spill the pool's own out_of_memory reaches the caller;
+// bad_alloc as the exception type (RMM's ExceptionType) catches the pool's bad alignment too.
 
 #include "support/kernels.cuh"
 #include "support/stream_guard.hpp"
@@ -180,6 +181,45 @@ TEST_F(failure_callback_adaptor_gpu_test, SynchronousAllocationsSpillWithTheDefa
   }
   EXPECT_EQ(s.on_host.size() + s.on_device.size(), blocks);
   s.check_and_free(stream_);
+}
+
+TEST_F(failure_callback_adaptor_gpu_test, BadAllocAsTheExceptionTypeCatchesThePoolsErrors)
+{
+  // RMM's failure_callback_resource_adaptor<rmm::bad_alloc> over a real pool: the resource's
+  // bad_alloc for an alignment it refuses and its out_of_memory past the pool's maximum both call
+  // the callback; with out_of_memory (the default) only the second does.
+  async_device_resource pool{pool_options{.maximum_pool_size = pool_size}};
+  std::vector<std::size_t> bytes_seen;
+  auto const give_up = [&](std::size_t bytes, cuda::stream_ref, std::size_t) {
+    bytes_seen.push_back(bytes);
+    return false;
+  };
+  failure_callback_adaptor<async_device_resource, bad_alloc> any_bad_alloc{pool, give_up};
+  try {
+    (void)any_bad_alloc.allocate(stream_, 4096, 512);  // the resource aligns to 256 at most
+    FAIL() << "allocated with alignment 512";
+  } catch (out_of_memory const&) {
+    FAIL() << "a bad alignment became out_of_memory";
+  } catch (bad_alloc const& e) {
+    EXPECT_NE(std::string{e.what()}.find("512"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)any_bad_alloc.allocate(stream_, 2 * pool_size), out_of_memory);
+  EXPECT_EQ(bytes_seen, (std::vector<std::size_t>{4096, 2 * pool_size}));
+
+  bytes_seen.clear();
+  failure_callback_adaptor<async_device_resource> oom_only{pool, give_up};
+  EXPECT_THROW((void)oom_only.allocate(stream_, 4096, 512), bad_alloc);
+  EXPECT_THROW((void)oom_only.allocate(stream_, 2 * pool_size), out_of_memory);
+  EXPECT_EQ(bytes_seen, (std::vector<std::size_t>{2 * pool_size}));
+
+  // Both keep working, and the memory is the kernels'.
+  void* p = any_bad_alloc.allocate(stream_, block);
+  fill_kernel<<<grid_for(words), block_size, 0, stream_>>>(
+    static_cast<std::uint32_t*>(p), words, 5U);
+  EXPECT_EQ(count_mismatches(static_cast<std::uint32_t const*>(p), words, 5U, stream_), 0U);
+  any_bad_alloc.deallocate(stream_, p, block);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(pool.statistics().used_bytes, 0U);
 }
 
 TEST_F(failure_callback_adaptor_gpu_test, ThreadsSpillEachOthersBlocks)

@@ -6,8 +6,9 @@
 // CPU tests of failure_callback_adaptor over a fake upstream of limited capacity: the callback's
 // arguments (bytes, stream, attempt), retries while it returns true, the upstream's own
 // out_of_memory rethrown when it returns false, other exceptions passed through untouched, a
-// callback that spills by freeing blocks through the same adaptor, shared state of copies, and
-// spilling from 8 threads at once.
+// callback that spills by freeing blocks through the same adaptor, shared state of copies,
+// spilling from 8 threads at once, and the exception type that calls the callback (RMM's
+// ExceptionType: bad_alloc, a narrower type, std::bad_alloc).
 
 #include "support/fake_resource.hpp"
 
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -319,6 +321,93 @@ TEST(failure_callback_adaptor, AnEmptyCallbackIsRefused)
                  "rmm_next::failure_callback_adaptor: the callback is empty; pass a callable "
                  "bool(std::size_t bytes, cuda::stream_ref stream, std::size_t attempt)");
   }
+}
+
+// ---- The exception type (RMM's ExceptionType) ---------------------------------------------------
+
+static_assert(std::is_same_v<adaptor::exception_type, out_of_memory>);
+static_assert(
+  std::is_same_v<failure_callback_adaptor<limited_resource, bad_alloc>::exception_type, bad_alloc>);
+static_assert(
+  rmm_next::detail::stream_ordered_resource_with<failure_callback_adaptor<fake_resource, bad_alloc>,
+                                                 cuda::mr::device_accessible,
+                                                 cuda::mr::host_accessible>);
+static_assert(std::is_constructible_v<device_async_resource_ref,
+                                      failure_callback_adaptor<limited_resource, bad_alloc>&>);
+static_assert(std::is_same_v<decltype(failure_callback_adaptor{fake_resource{}, recorder{}}),
+                             failure_callback_adaptor<fake_resource>>);  // the guide: out_of_memory
+
+TEST(failure_callback_adaptor, ChosenExceptionTypeCallsTheCallbackForItAndItsDerivedTypes)
+{
+  // As RMM's failure_callback_resource_adaptor<rmm::bad_alloc>: bad_alloc and out_of_memory (a
+  // bad_alloc) both call the callback; the error it gives up on is rethrown as it was.
+  limited_resource upstream{1000};
+  recorder r;
+  r.retries = 1;
+  failure_callback_adaptor<limited_resource, bad_alloc> a{upstream, r};
+  upstream.fail_next_with(limited_resource::error::bad_alloc);
+  void* p = a.allocate(stream_a(), 64);  // bad_alloc, callback, retried: succeeds
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(*r.calls, (std::vector<call>{{64, stream_a().get(), 1}}));
+  EXPECT_EQ(upstream.attempts(), 2);
+
+  r.calls->clear();
+  try {
+    (void)a.allocate_sync(4096);  // out_of_memory twice: called, retried, called, rethrown
+    FAIL() << "no exception";
+  } catch (out_of_memory const& e) {
+    EXPECT_STREQ(e.what(), "rmm_next::out_of_memory: 4096 bytes with 64 of 1000 in use");
+  }
+  EXPECT_EQ(*r.calls, (std::vector<call>{{4096, nullptr, 1}, {4096, nullptr, 2}}));
+
+  recorder gives_up;  // retries 0: the first bad_alloc is rethrown
+  failure_callback_adaptor<limited_resource, bad_alloc> b{upstream, gives_up};
+  upstream.fail_next_with(limited_resource::error::bad_alloc);
+  try {
+    (void)b.allocate(stream_a(), 8);
+    FAIL() << "no exception";
+  } catch (out_of_memory const&) {
+    FAIL() << "a bad_alloc became out_of_memory";
+  } catch (bad_alloc const& e) {
+    EXPECT_STREQ(e.what(), "rmm_next::limited_resource: bad alignment");
+  }
+  EXPECT_EQ(*gives_up.calls, (std::vector<call>{{8, stream_a().get(), 1}}));
+
+  // Not a bad_alloc: straight to the caller, no callback.
+  r.calls->clear();
+  upstream.fail_next_with(limited_resource::error::runtime_error);
+  EXPECT_THROW((void)a.allocate(stream_a(), 8), std::runtime_error);
+  EXPECT_TRUE(r.calls->empty());
+  a.deallocate(stream_a(), p, 64);
+  EXPECT_EQ(upstream.used(), 0U);
+}
+
+TEST(failure_callback_adaptor, ANarrowerExceptionTypeLetsOutOfMemoryThrough)
+{
+  limited_resource upstream{1000};
+  recorder r;
+  r.retries = 5;
+  failure_callback_adaptor<limited_resource, pool_exhausted> a{upstream, r};
+  EXPECT_THROW((void)a.allocate(stream_a(), 4096), out_of_memory);  // not a pool_exhausted
+  EXPECT_TRUE(r.calls->empty());
+  upstream.fail_next_with(limited_resource::error::pool_exhausted);
+  void* p = a.allocate(stream_a(), 8);  // called once, retried
+  EXPECT_EQ(r.calls->size(), 1U);
+  a.deallocate(stream_a(), p, 8);
+}
+
+TEST(failure_callback_adaptor, StdBadAllocCatchesHostAllocationFailuresToo)
+{
+  // fake_resource throws std::bad_alloc when std::aligned_alloc fails: here, for a size no host
+  // can hold. The callback sees it only when asked for std::bad_alloc.
+  std::size_t const huge = std::size_t{1} << 62;
+  recorder r;
+  failure_callback_adaptor<fake_resource> oom_only{fake_resource{}, r};
+  EXPECT_THROW((void)oom_only.allocate_sync(huge), std::bad_alloc);
+  EXPECT_TRUE(r.calls->empty());
+  failure_callback_adaptor<fake_resource, std::bad_alloc> any_bad_alloc{fake_resource{}, r};
+  EXPECT_THROW((void)any_bad_alloc.allocate_sync(huge), std::bad_alloc);
+  EXPECT_EQ(*r.calls, (std::vector<call>{{huge, nullptr, 1}}));
 }
 
 // ---- Spilling -----------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
  */
 
 // CPU tests of limiting_adaptor over resources that need no GPU: what it counts (each allocation
-// rounded to a multiple of the larger of its alignment and 256), limits at the boundary, the text
+// rounded to a multiple of the larger of its alignment and 256, or of the granularity given to the
+// constructor as RMM's alignment argument, and its check), limits at the boundary, the text
 // of its out_of_memory, a limit changed while allocations are live, an upstream that throws,
 // copies, refs, threads racing to the limit that never pass it, and stacks with aligned_adaptor
 // and thread_cache_adaptor.
@@ -31,6 +32,7 @@
 #include <limits>
 #include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -133,6 +135,66 @@ TEST(limiting_adaptor, CountsEachAllocationRoundedToItsGranularity)
   EXPECT_EQ(a.bytes_in_use(), 0U);
   EXPECT_EQ(upstream.frees(), 3U);
   EXPECT_EQ(upstream.bad_frees(), 0U);
+}
+
+TEST(limiting_adaptor, CountsInTheGranularityItIsGivenAsRmmDoes)
+{
+  // RMM's limiting_resource_adaptor(upstream, limit, alignment): sizes rounded to `alignment`.
+  recording_resource upstream;
+  adaptor exact{upstream, 8 * KiB, 1};  // the sizes asked for
+  EXPECT_EQ(exact.alignment(), 1U);
+  void* p = exact.allocate(no_stream(), 1000);
+  EXPECT_EQ(exact.bytes_in_use(), 1000U);
+  void* q = exact.allocate_sync(24, 8);
+  EXPECT_EQ(exact.bytes_in_use(), 1024U);
+  void* r = exact.allocate(no_stream(), 1, 4096);  // an alignment above 256 still counts
+  EXPECT_EQ(exact.bytes_in_use(), 1024U + 4096U);
+  exact.deallocate(no_stream(), r, 1, 4096);
+  void* s = exact.allocate(no_stream(), 7168);  // 1024 + 7168: exactly the limit
+  EXPECT_EQ(exact.bytes_in_use(), 8 * KiB);
+  EXPECT_EQ(refusal([&] { (void)exact.allocate(no_stream(), 1); }),
+            "rmm_next::limiting_adaptor: out_of_memory: allocating 1 bytes would pass the limit "
+            "of 8192 bytes, with 8192 bytes in use; free memory or raise the limit (set_limit)");
+  exact.deallocate(no_stream(), s, 7168);
+  exact.deallocate_sync(q, 24, 8);
+  exact.deallocate(no_stream(), p, 1000);
+  EXPECT_EQ(exact.bytes_in_use(), 0U);
+
+  adaptor pages{upstream, MiB, 64 * KiB};  // coarser than the resources: 64 KiB pages
+  EXPECT_EQ(pages.alignment(), 64 * KiB);
+  void* t = pages.allocate(no_stream(), 1000);
+  EXPECT_EQ(pages.bytes_in_use(), 64 * KiB);
+  void* u = pages.allocate(no_stream(), 1, 128 * KiB);  // the larger of the two
+  EXPECT_EQ(pages.bytes_in_use(), 64 * KiB + 128 * KiB);
+  adaptor copy = pages;  // copies count alike
+  EXPECT_EQ(copy.alignment(), 64 * KiB);
+  copy.deallocate(no_stream(), u, 1, 128 * KiB);
+  copy.deallocate(no_stream(), t, 1000);
+  EXPECT_EQ(pages.bytes_in_use(), 0U);
+  // The upstream gets every request as it was made.
+  EXPECT_EQ(upstream.requests().back(), (recorded_request{1, 128 * KiB}));
+  EXPECT_EQ(upstream.live_blocks(), 0U);
+
+  limiting_adaptor deduced{upstream, MiB, 512};
+  static_assert(std::is_same_v<decltype(deduced), adaptor>);
+  EXPECT_EQ(deduced.alignment(), 512U);
+  EXPECT_EQ(adaptor(upstream, MiB).alignment(), default_alignment);
+}
+
+TEST(limiting_adaptor, AGranularityThatIsNotAPowerOfTwoIsRefused)
+{
+  recording_resource upstream;
+  for (std::size_t const bad : {std::size_t{0}, std::size_t{3}, std::size_t{1000}}) {
+    try {
+      adaptor const a{upstream, MiB, bad};
+      ADD_FAILURE() << "alignment " << bad << " accepted";
+    } catch (std::invalid_argument const& e) {
+      EXPECT_EQ(std::string{e.what()},
+                "rmm_next::limiting_adaptor: alignment " + std::to_string(bad) +
+                  " is not a power of two; pass 256 (the default), 1, 4096, ...");
+    }
+  }
+  EXPECT_TRUE(upstream.requests().empty());
 }
 
 TEST(limiting_adaptor, RefusesPastTheLimitAndAcceptsUpToIt)

@@ -8,9 +8,12 @@
 // day, hex pointers equal to the returned ones, sizes, streams as RMM prints them), failure lines
 // on an upstream that throws, the file constructor and its error, flush semantics (buffered until
 // flush(), the buffer size or the last copy's destruction), whole lines from 16 threads, and the
-// hand-written sample of RMM's format under tests/data read by the same parser.
+// hand-written sample of RMM's format under tests/data read by the same parser; auto_flush (each
+// line in the file before flush(), also in a child killed by SIGKILL), several sinks, header()
+// and the RMM_LOG_FILE default.
 
 #include "support/allocation_log.hpp"
+#include "support/counting_buffer.hpp"
 #include "support/fake_resource.hpp"
 #include "support/refusing_resource.hpp"
 
@@ -22,16 +25,22 @@
 #include <gtest/gtest.h>
 
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -297,6 +306,252 @@ TEST(logging_adaptor, WritesToAFileAndNamesAPathItCannotOpen)
     EXPECT_EQ(e.code(), std::errc::no_such_file_or_directory) << what;
   }
   std::filesystem::remove_all(dir);
+}
+
+// ---- auto_flush ---------------------------------------------------------------------------------
+
+/** @brief A directory of its own under the temporary directory, removed with the object. */
+class temp_dir {
+ public:
+  explicit temp_dir(std::string const& name)
+    : path_{std::filesystem::temp_directory_path() /
+            (name + "_" + std::to_string(::getpid()) + "_" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))}
+  {
+    std::filesystem::create_directories(path_);
+  }
+  temp_dir(temp_dir const&)            = delete;
+  temp_dir& operator=(temp_dir const&) = delete;
+  ~temp_dir() { std::filesystem::remove_all(path_); }
+  [[nodiscard]] std::string file(std::string const& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/** @brief What the file at `path` holds now, read through a stream of its own. */
+std::string contents(std::string const& path)
+{
+  std::ifstream in{path};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(logging_adaptor, AutoFlushWritesEachLineToTheFileAsItIsLogged)
+{
+  temp_dir const dir{"rmm_next_auto_flush"};
+  std::string const path = dir.file("trace.csv");
+  adaptor a{fake_resource{}, path, true};
+  EXPECT_TRUE(a.auto_flush());
+  EXPECT_EQ(contents(path), "Thread,Time,Action,Pointer,Size,Stream\n");  // at construction
+
+  void* p = a.allocate(fake_stream(0x40), 1000);
+  {
+    std::vector<log_event> const events = parse_allocation_log_file(path);  // no flush()
+    ASSERT_EQ(events.size(), 1U);
+    EXPECT_EQ(events[0].action, log_action::allocate);
+    EXPECT_EQ(events[0].pointer, address(p));
+    EXPECT_EQ(events[0].size, 1000U);
+    EXPECT_EQ(events[0].stream, 0x40U);
+  }
+  a.deallocate(fake_stream(0x40), p, 1000);
+  std::vector<log_event> const events = parse_allocation_log_file(path);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[1].action, log_action::free);
+  EXPECT_EQ(events[1].pointer, address(p));
+
+  // Without auto_flush, the same calls wait in the buffer.
+  std::string const buffered = dir.file("buffered.csv");
+  adaptor b{fake_resource{}, buffered};
+  EXPECT_FALSE(b.auto_flush());
+  b.deallocate_sync(b.allocate_sync(8), 8);
+  EXPECT_EQ(contents(buffered), "");
+}
+
+TEST(logging_adaptor, AutoFlushFlushesTheStreamAtEachLine)
+{
+  counting_buffer buffer;
+  std::ostream out{&buffer};
+  logging_adaptor a{fake_resource{}, out, true};
+  static_assert(std::is_same_v<decltype(a), adaptor>);
+  EXPECT_EQ(buffer.str(), "Thread,Time,Action,Pointer,Size,Stream\n");
+  EXPECT_EQ(buffer.syncs, 1);
+  void* p = a.allocate_sync(64);
+  EXPECT_EQ(parse(buffer.str()).size(), 1U);
+  EXPECT_EQ(buffer.syncs, 2);
+  a.deallocate_sync(p, 64);
+  EXPECT_EQ(parse(buffer.str()).size(), 2U);
+  EXPECT_EQ(buffer.syncs, 3);
+}
+
+/**
+ * @brief Runs `child` in a forked child that then dies of SIGKILL, as a crashing program does:
+ * nothing is flushed or destroyed. @return true when the child was killed as planned.
+ */
+bool killed_in_forked_child(std::function<void()> const& child)
+{
+  std::fflush(nullptr);
+  pid_t const pid = ::fork();
+  if (pid < 0) { return false; }
+  if (pid == 0) {
+    child();
+    ::kill(::getpid(), SIGKILL);
+    std::_Exit(1);  // not reached
+  }
+  int status{};
+  return ::waitpid(pid, &status, 0) == pid && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+TEST(logging_adaptor, AProgramKilledWithAutoFlushLeavesItsLogBehind)
+{
+  temp_dir const dir{"rmm_next_killed"};
+  std::string const flushed  = dir.file("auto_flush.csv");
+  std::string const buffered = dir.file("buffered.csv");
+  ASSERT_TRUE(killed_in_forked_child([&] {
+    static adaptor a{fake_resource{}, flushed, true};  // never destroyed: the child is killed
+    static adaptor b{fake_resource{}, buffered};
+    void* p = a.allocate_sync(4096);
+    void* q = b.allocate_sync(4096);
+    (void)p;
+    (void)q;
+  }));
+  std::vector<log_event> const events = parse_allocation_log_file(flushed);
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0].action, log_action::allocate);
+  EXPECT_EQ(events[0].size, 4096U);
+  EXPECT_EQ(contents(buffered), "");  // the buffer died with the process
+}
+
+// ---- Sinks, header, RMM_LOG_FILE ----------------------------------------------------------------
+
+TEST(logging_adaptor, EachSinkGetsEveryLine)
+{
+  temp_dir const dir{"rmm_next_sinks"};
+  std::string const first  = dir.file("first.csv");
+  std::string const second = dir.file("second.csv");
+  {
+    std::ofstream{first} << "truncated\n";
+    std::ofstream{second} << "kept\n";
+  }
+  std::ostringstream out;
+  fake_resource upstream;
+  std::uintptr_t pa = 0;
+  {
+    logging_adaptor a{upstream, {log_sink::file(first, true), log_sink::file(second), out}};
+    static_assert(std::is_same_v<decltype(a), adaptor>);
+    void* p = a.allocate(fake_stream(0x30), 100);
+    pa      = address(p);
+    a.deallocate(fake_stream(0x30), p, 100);
+  }  // the last copy writes to every sink
+  EXPECT_EQ(upstream.allocations(), 1);
+  for (std::string const& text : {contents(first), out.str()}) {
+    std::vector<log_event> const events = parse(text);
+    ASSERT_EQ(events.size(), 2U) << text;
+    EXPECT_EQ(events[0].pointer, pa);
+    EXPECT_EQ(events[1].action, log_action::free);
+  }
+  std::string const appended = contents(second);  // log_sink::file appends unless told to truncate
+  ASSERT_EQ(appended.rfind("kept\n", 0), 0U) << appended;
+  EXPECT_EQ(appended.substr(5), out.str());
+
+  // No sink: the calls go through, logged nowhere.
+  adaptor none{upstream, std::vector<log_sink>{}};
+  none.deallocate_sync(none.allocate_sync(8), 8);
+  none.flush();
+  EXPECT_EQ(upstream.allocations(), 2);
+
+  // A file sink names the path it cannot open, as the path constructor does.
+  std::string const bad = dir.file("missing/trace.csv");
+  try {
+    (void)log_sink::file(bad);
+    ADD_FAILURE() << "expected std::system_error";
+  } catch (std::system_error const& e) {
+    EXPECT_EQ(std::string{e.what()}.rfind(
+                "rmm_next::logging_adaptor: cannot open the log file \"" + bad + "\"", 0),
+              0U)
+      << e.what();
+    EXPECT_EQ(e.code(), std::errc::no_such_file_or_directory);
+  }
+}
+
+TEST(logging_adaptor, HeaderIsTheFirstLineOfTheLog)
+{
+  EXPECT_EQ(adaptor::header(), "Thread,Time,Action,Pointer,Size,Stream");
+  std::ostringstream out;
+  adaptor a{fake_resource{}, out};
+  EXPECT_EQ(a.header(), adaptor::header());
+  a.flush();
+  EXPECT_EQ(out.str(), a.header() + "\n");
+}
+
+/** @brief Sets or unsets an environment variable for one scope, then puts back what was there. */
+class scoped_env {
+ public:
+  scoped_env(char const* name, char const* value) : name_{name}
+  {
+    if (char const* old = std::getenv(name)) { old_ = old; }
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  scoped_env(scoped_env const&)            = delete;
+  scoped_env& operator=(scoped_env const&) = delete;
+  ~scoped_env()
+  {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  char const* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(logging_adaptor, WithoutAPathLogsToRmmLogFile)
+{
+  temp_dir const dir{"rmm_next_env"};
+  {
+    scoped_env const unset{"RMM_LOG_FILE", nullptr};
+    try {
+      adaptor a{fake_resource{}};
+      ADD_FAILURE() << "expected rmm_next::logic_error";
+    } catch (logic_error const& e) {
+      EXPECT_STREQ(e.what(),
+                   "rmm_next::logging_adaptor: no log file was given and RMM_LOG_FILE is not set; "
+                   "pass a path or set RMM_LOG_FILE");
+    }
+    EXPECT_THROW((void)adaptor::default_filename(), logic_error);
+  }
+  {
+    scoped_env const empty{"RMM_LOG_FILE", ""};
+    EXPECT_THROW(adaptor{fake_resource{}}, logic_error);
+  }
+  std::string const path = dir.file("from_env.csv");
+  scoped_env const set{"RMM_LOG_FILE", path.c_str()};
+  EXPECT_EQ(adaptor::default_filename(), path);
+  std::uintptr_t pa = 0;
+  {
+    logging_adaptor a{fake_resource{}};
+    static_assert(std::is_same_v<decltype(a), adaptor>);
+    void* p = a.allocate_sync(100);
+    pa      = address(p);
+    a.deallocate_sync(p, 100);
+  }
+  std::vector<log_event> const events = parse_allocation_log_file(path);
+  ASSERT_EQ(events.size(), 2U);
+  EXPECT_EQ(events[0].pointer, pa);
+
+  // RMM_LOG_FILE with auto_flush, as RMM's (upstream, get_default_filename(), true).
+  adaptor b{fake_resource{}, adaptor::default_filename(), true};
+  b.deallocate_sync(b.allocate_sync(8), 8);
+  EXPECT_EQ(parse_allocation_log_file(path).size(), 2U);
+  EXPECT_EQ(parse_allocation_log_file(path)[0].size, 8U);
 }
 
 // ---- Threads ------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@
 
 // GPU tests of statistics_adaptor over the real async resources: the memory it hands out is
 // usable by kernels (and the host, for host-accessible kinds), what it counts matches what the
-// caller allocated, failures of the resource count nothing, two adaptors over one resource count
-// apart (one per library), and counts stay exact with threads on their own streams.
+// caller allocated, failures of the resource count nothing (0 bytes counts as in RMM), two adaptors
+// over one resource count apart (one per library), nested counters around one phase of kernels
+// over an owned pool, and counts stay exact with threads on their own streams.
 
 #include "support/kernels.cuh"
 
@@ -25,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -133,11 +135,20 @@ TEST_F(statistics_adaptor_gpu_test, FailuresOfTheResourceCountNothing)
   EXPECT_THROW((void)mr.allocate(stream_, std::size_t{1} << 50), out_of_memory);
   EXPECT_THROW((void)mr.allocate_sync(std::size_t{1} << 50), out_of_memory);
   EXPECT_THROW((void)mr.allocate(stream_, 64, 512), bad_alloc);
-  EXPECT_EQ(mr.allocate(stream_, 0), nullptr);
-  allocation_statistics const s = mr.statistics();
+  allocation_statistics s = mr.statistics();
   EXPECT_EQ(s.bytes.total, 0);
   EXPECT_EQ(s.allocations.total, 0);
   EXPECT_EQ(s.bytes.peak, 0);
+
+  // 0 bytes: nullptr, counted as RMM counts it (one allocation of 0 bytes, then one free).
+  void* zero = mr.allocate(stream_, 0);
+  EXPECT_EQ(zero, nullptr);
+  EXPECT_EQ(mr.statistics().allocations.current, 1);
+  mr.deallocate(stream_, zero, 0);
+  s = mr.statistics();
+  EXPECT_EQ(s.allocations.current, 0);
+  EXPECT_EQ(s.allocations.total, 1);
+  EXPECT_EQ(s.bytes.total, 0);
 
   void* p = mr.allocate(stream_, 1024);  // the resource and the adaptor work afterwards
   EXPECT_EQ(mr.statistics().bytes.current, 1024);
@@ -164,6 +175,50 @@ TEST_F(statistics_adaptor_gpu_test, EachLibraryCountsItsOwnOverOneResource)
   EXPECT_EQ(shared.statistics().used_bytes, 0U);
   EXPECT_EQ(library_a.statistics().bytes.peak, std::int64_t{3} << 20);
   EXPECT_EQ(library_b.statistics().bytes.peak, std::int64_t{5} << 20);
+}
+
+TEST_F(statistics_adaptor_gpu_test, NestedCountersMeasureOnePhaseOverAPool)
+{
+  // RMM's push_counters / pop_counters around one phase of a program that runs kernels on the
+  // memory: the level sees that phase alone, the pool (an owned one) sees everything.
+  async_device_resource pool{pool_options{}};
+  statistics_adaptor<async_device_resource> mr{pool};
+  std::size_t const before_bytes = std::size_t{4} << 20;
+  void* before                   = mr.allocate(stream_, before_bytes);
+
+  auto const [below, below_allocations] = mr.push_counters();
+  EXPECT_EQ(below.current, static_cast<std::int64_t>(before_bytes));
+  EXPECT_EQ(below_allocations.current, 1);
+  std::size_t const words = std::size_t{1} << 20;  // 4 MiB of uint32_t
+  std::vector<void*> phase;
+  for (int i = 0; i < 3; ++i) {
+    phase.push_back(mr.allocate(stream_, words * sizeof(std::uint32_t)));
+    EXPECT_EQ(
+      fill_and_check(
+        static_cast<std::uint32_t*>(phase.back()), words, 7U + static_cast<std::uint32_t>(i)),
+      0U);
+  }
+  mr.deallocate(stream_, phase.back(), words * sizeof(std::uint32_t));
+  phase.pop_back();
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  auto const in_phase = static_cast<std::int64_t>(words * sizeof(std::uint32_t));
+  EXPECT_EQ(mr.statistics().bytes.current, 2 * in_phase);
+  EXPECT_EQ(mr.statistics().bytes.peak, 3 * in_phase);
+  EXPECT_GE(pool.statistics().used_bytes, before_bytes + 2 * words * sizeof(std::uint32_t));
+
+  allocation_statistics const popped = mr.pop_counters();
+  EXPECT_EQ(popped.bytes.current, 2 * in_phase);
+  EXPECT_EQ(popped.bytes.peak, 3 * in_phase);
+  EXPECT_EQ(popped.allocations.total, 3);
+  EXPECT_EQ(mr.statistics().bytes.current, static_cast<std::int64_t>(before_bytes) + 2 * in_phase);
+  EXPECT_EQ(mr.statistics().bytes.peak, static_cast<std::int64_t>(before_bytes) + 3 * in_phase);
+  for (void* p : phase) {
+    mr.deallocate(stream_, p, words * sizeof(std::uint32_t));
+  }
+  mr.deallocate(stream_, before, before_bytes);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(pool.statistics().used_bytes, 0U);
+  EXPECT_THROW((void)mr.pop_counters(), std::out_of_range);
 }
 
 TEST_F(statistics_adaptor_gpu_test, ExactWithThreadsOnTheirOwnStreams)

@@ -4,9 +4,9 @@
  */
 
 // CPU tests of statistics_adaptor over resources that need no GPU: what it counts (current, peak,
-// total bytes and allocations) through every member spelling and through refs, what it does not
-// count (failures, nullptr), shared counters of copies, property forwarding, and exact counts
-// from 16 threads.
+// total bytes and allocations) through every member spelling and through refs, 0 bytes counted as
+// RMM counts them, failures not counted, RMM's nested counters (push_counters / pop_counters),
+// shared counters of copies, property forwarding, and exact counts from 16 threads.
 
 #include "support/fake_resource.hpp"
 
@@ -19,9 +19,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <barrier>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -247,12 +249,22 @@ TEST(statistics_adaptor, AdaptsARef)
   EXPECT_EQ(s.statistics().bytes.current, 0);
 }
 
-TEST(statistics_adaptor, NullptrAndFailuresCountNothing)
+TEST(statistics_adaptor, ZeroBytesCountAsInRmmFailuresCountNothing)
 {
   statistics_adaptor<limited_resource> a{limited_resource{1024}};
-  EXPECT_EQ(a.allocate_sync(0), nullptr);  // fake_resource: 0 bytes is nullptr
-  a.deallocate_sync(nullptr, 0);
-  a.deallocate(no_stream(), nullptr, 64);
+  // As RMM: an allocation of 0 bytes (nullptr here) is one allocation of 0 bytes, and its free
+  // (of nullptr) one free.
+  void* zero = a.allocate_sync(0);
+  EXPECT_EQ(zero, nullptr);  // fake_resource: 0 bytes is nullptr
+  expect_counter(a.statistics().bytes, 0, 0, 0, "0 bytes allocated");
+  expect_counter(a.statistics().allocations, 1, 1, 1, "0 bytes allocated");
+  a.deallocate_sync(zero, 0);
+  expect_counter(a.statistics().allocations, 0, 1, 1, "0 bytes freed");
+  void* also_zero = a.allocate(no_stream(), 0, 64);
+  a.deallocate(no_stream(), also_zero, 0, 64);
+  expect_counter(a.statistics().allocations, 0, 1, 2, "0 bytes, stream-ordered");
+  EXPECT_EQ(a.upstream_resource().allocations(), 0);  // nothing was handed out
+
   try {
     [[maybe_unused]] void* p = a.allocate(no_stream(), 4096, 256);
     ADD_FAILURE() << "expected out_of_memory";
@@ -260,13 +272,125 @@ TEST(statistics_adaptor, NullptrAndFailuresCountNothing)
     EXPECT_NE(std::string{e.what()}.find("over the limit"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)a.allocate_sync(2048), out_of_memory);
-  expect_counter(a.statistics().bytes, 0, 0, 0, "nothing counted");
-  expect_counter(a.statistics().allocations, 0, 0, 0, "nothing counted");
+  expect_counter(a.statistics().bytes, 0, 0, 0, "failures count nothing");
+  expect_counter(a.statistics().allocations, 0, 1, 2, "failures count nothing");
 
   void* p = a.allocate_sync(1024);  // still works after the failures
   expect_counter(a.statistics().bytes, 1024, 1024, 1024, "after failures");
   a.deallocate_sync(p, 1024);
   EXPECT_EQ(a.upstream_resource().allocations(), 1);
+}
+
+// ---- Nested counters (RMM's push_counters / pop_counters) ---------------------------------------
+
+TEST(statistics_adaptor, NestedCountersAsInRmm)
+{
+  // RMM's StatisticsTest.Nested, step by step.
+  constexpr std::int64_t ten = 10 << 20;
+  adaptor a{fake_resource{}};
+  void* a0 = a.allocate_sync(ten);
+  EXPECT_EQ(a.statistics().bytes.current, ten);
+  EXPECT_EQ(a.statistics().allocations.current, 1);
+  {
+    auto const [bytes, allocations] = a.push_counters();  // the level below, before the push
+    expect_counter(bytes, ten, ten, ten, "returned by the first push");
+    expect_counter(allocations, 1, 1, 1, "returned by the first push");
+  }
+  expect_counter(a.statistics().bytes, 0, 0, 0, "a new level");
+  expect_counter(a.statistics().allocations, 0, 0, 0, "a new level");
+  void* a1 = a.allocate_sync(ten);
+  (void)a.push_counters();
+  expect_counter(a.statistics().bytes, 0, 0, 0, "a second level");
+  void* a2 = a.allocate_sync(ten);
+  a.deallocate_sync(a2, ten);
+  expect_counter(a.statistics().bytes, 0, ten, ten, "in the second level");
+  expect_counter(a.statistics().allocations, 0, 1, 1, "in the second level");
+  {
+    allocation_statistics const popped = a.pop_counters();
+    expect_counter(popped.bytes, 0, ten, ten, "the second level, popped");
+    expect_counter(popped.allocations, 0, 1, 1, "the second level, popped");
+  }
+  // The first level: a1, with the second level's peak on top of it.
+  expect_counter(a.statistics().bytes, ten, 2 * ten, 2 * ten, "the first level again");
+  expect_counter(a.statistics().allocations, 1, 2, 2, "the first level again");
+  a.deallocate_sync(a0, ten);  // allocated below the first level
+  {
+    allocation_statistics const popped = a.pop_counters();
+    expect_counter(popped.bytes, 0, 2 * ten, 2 * ten, "the first level, popped");
+    expect_counter(popped.allocations, 0, 2, 2, "the first level, popped");
+  }
+  expect_counter(a.statistics().bytes, ten, 3 * ten, 3 * ten, "the adaptor's own");
+  expect_counter(a.statistics().allocations, 1, 3, 3, "the adaptor's own");
+  a.deallocate_sync(a1, ten);
+  expect_counter(a.statistics().bytes, 0, 3 * ten, 3 * ten, "all freed");
+}
+
+TEST(statistics_adaptor, PopWithoutPushThrowsOutOfRangeAndChangesNothing)
+{
+  adaptor a{fake_resource{}};
+  void* p = a.allocate_sync(100);
+  try {
+    (void)a.pop_counters();
+    ADD_FAILURE() << "expected std::out_of_range";
+  } catch (std::out_of_range const& e) {
+    EXPECT_STREQ(e.what(),
+                 "rmm_next::statistics_adaptor: pop_counters() found no level to pop; call "
+                 "push_counters() first (the adaptor's own counters stay)");
+  }
+  expect_counter(a.statistics().bytes, 100, 100, 100, "after the failed pop");
+  (void)a.push_counters();
+  (void)a.pop_counters();
+  EXPECT_THROW((void)a.pop_counters(), std::out_of_range);
+  expect_counter(a.statistics().bytes, 100, 100, 100, "after push, pop, failed pop");
+  a.deallocate_sync(p, 100);
+}
+
+TEST(statistics_adaptor, FreesOfOlderMemoryMakeALevelNegative)
+{
+  // RMM's StatisticsTest.NegativeInnerTracking: frees inside a level of what was allocated below.
+  adaptor a{fake_resource{}};
+  std::vector<void*> below;
+  for (int i = 0; i < 10; ++i) {
+    below.push_back(a.allocate_sync(64));
+  }
+  (void)a.push_counters();
+  std::vector<void*> inside;
+  for (int i = 0; i < 5; ++i) {
+    inside.push_back(a.allocate_sync(64));
+  }
+  for (void* p : below) {
+    a.deallocate_sync(p, 64);
+  }
+  expect_counter(a.statistics().bytes, -5 * 64, 5 * 64, 5 * 64, "the level");
+  expect_counter(a.statistics().allocations, -5, 5, 5, "the level");
+  for (void* p : inside) {
+    a.deallocate_sync(p, 64);
+  }
+  allocation_statistics const popped = a.pop_counters();
+  expect_counter(popped.bytes, -10 * 64, 5 * 64, 5 * 64, "the level, popped");
+  expect_counter(a.statistics().bytes, 0, 15 * 64, 15 * 64, "the adaptor's own");
+  expect_counter(a.statistics().allocations, 0, 15, 15, "the adaptor's own");
+}
+
+TEST(statistics_adaptor, ResetPeakAndCopiesActOnTheTopLevel)
+{
+  adaptor a{fake_resource{}};
+  adaptor copy = a;  // NOLINT(performance-unnecessary-copy-initialization)
+  void* p      = a.allocate_sync(1000);
+  a.deallocate_sync(p, 1000);  // the adaptor's own peak: 1000
+  (void)copy.push_counters();  // copies share the levels
+  void* q = a.allocate_sync(300);
+  void* r = a.allocate_sync(200);
+  a.deallocate_sync(q, 300);
+  expect_counter(copy.statistics().bytes, 200, 500, 500, "the level, through the copy");
+  a.reset_peak();
+  expect_counter(copy.statistics().bytes, 200, 200, 500, "the level's peak reset");
+  (void)a.pop_counters();
+  // The adaptor's own peak was kept: the higher of 1000 and 0 + 200.
+  expect_counter(copy.statistics().bytes, 200, 1000, 1500, "the adaptor's own");
+  copy.deallocate_sync(r, 200);
+  adaptor other{fake_resource{}};  // constructed apart: no level to pop
+  EXPECT_THROW((void)other.pop_counters(), std::out_of_range);
 }
 
 TEST(statistics_adaptor, CopiesShareCountersSeparateAdaptorsDoNot)
@@ -374,6 +498,113 @@ TEST(statistics_adaptor, ExactUnderSixteenThreads)
     done.allocations, 0, threads * held, threads * (churn + held), "allocations at the end");
   EXPECT_EQ(upstream.allocations(), threads * (churn + held));
   EXPECT_EQ(upstream.deallocations(), threads * (churn + held));
+}
+
+TEST(statistics_adaptor, LevelsMeasurePhasesOfThreadsExactly)
+{
+  // Phases between barriers: each level counts exactly what the threads did inside it.
+  constexpr int threads = 8;
+  constexpr int held    = 16;
+  adaptor a{fake_resource{}};
+  std::barrier sync{threads + 1};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      adaptor mine            = a;
+      std::size_t const bytes = static_cast<std::size_t>(t + 1) * 32;
+      std::vector<void*> ptrs;
+      sync.arrive_and_wait();  // 1: a level was pushed
+      for (int i = 0; i < held; ++i) {
+        ptrs.push_back(mine.allocate(no_stream(), bytes));
+      }
+      sync.arrive_and_wait();  // 2: counted
+      sync.arrive_and_wait();  // 3: a second level was pushed
+      for (void* p : ptrs) {
+        mine.deallocate_sync(p, bytes);
+      }
+      sync.arrive_and_wait();  // 4: freed
+    });
+  }
+  std::int64_t per_round = 0;
+  for (int t = 0; t < threads; ++t) {
+    per_round += (t + 1) * 32;
+  }
+  (void)a.push_counters();
+  sync.arrive_and_wait();  // 1
+  sync.arrive_and_wait();  // 2
+  expect_counter(
+    a.statistics().bytes, held * per_round, held * per_round, held * per_round, "phase 1");
+  (void)a.push_counters();
+  sync.arrive_and_wait();  // 3
+  sync.arrive_and_wait();  // 4
+  expect_counter(a.statistics().bytes, -held * per_round, 0, 0, "phase 2: frees only");
+  expect_counter(a.statistics().allocations, -threads * held, 0, 0, "phase 2: frees only");
+  for (auto& th : pool) {
+    th.join();
+  }
+  (void)a.pop_counters();
+  expect_counter(a.statistics().bytes, 0, held * per_round, held * per_round, "phases 1 and 2");
+  (void)a.pop_counters();
+  expect_counter(a.statistics().allocations, 0, threads * held, threads * held, "the adaptor's");
+}
+
+TEST(statistics_adaptor, PushAndPopRacingAllocationsLeaveTheAdaptorsOwnCountsExact)
+{
+  // Calls in flight during a push or a pop may land on either side of it, but once every level is
+  // popped the adaptor's own current and total are exact.
+  constexpr int threads    = 8;
+  constexpr int iterations = 5000;
+  adaptor a{fake_resource{}};
+  std::atomic<bool> done{false};
+  std::thread levels{[&] {
+    int depth = 0;
+    while (!done.load()) {
+      if (depth < 3) {
+        (void)a.push_counters();
+        ++depth;
+      } else {
+        while (depth > 0) {
+          (void)a.pop_counters();
+          --depth;
+        }
+      }
+      (void)a.statistics();
+    }
+    while (depth-- > 0) {
+      (void)a.pop_counters();
+    }
+  }};
+  std::vector<void*> kept(threads);  // one allocation of each thread, held to the end
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::size_t const bytes           = static_cast<std::size_t>(t + 1) * 8;
+      kept[static_cast<std::size_t>(t)] = a.allocate_sync(bytes);
+      for (int i = 0; i < iterations; ++i) {
+        a.deallocate_sync(a.allocate_sync(bytes), bytes);
+      }
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  done = true;
+  levels.join();
+  EXPECT_THROW((void)a.pop_counters(), std::out_of_range);  // every level was popped
+  std::int64_t kept_bytes = 0;
+  for (int t = 0; t < threads; ++t) {
+    kept_bytes += (t + 1) * 8;
+  }
+  allocation_statistics const s = a.statistics();
+  EXPECT_EQ(s.bytes.current, kept_bytes);
+  EXPECT_EQ(s.bytes.total, kept_bytes * (iterations + 1));
+  EXPECT_EQ(s.allocations.current, threads);
+  EXPECT_EQ(s.allocations.total, threads * (iterations + 1));
+  EXPECT_GE(s.bytes.peak, kept_bytes);
+  for (int t = 0; t < threads; ++t) {
+    a.deallocate_sync(kept[static_cast<std::size_t>(t)], static_cast<std::size_t>(t + 1) * 8);
+  }
+  EXPECT_EQ(a.statistics().allocations.current, 0);
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 // CPU tests of tracking_adaptor over resources that need no GPU: the outstanding list (exact
 // pointers, sizes, alignments, streams, threads, times, oldest first) through every member
 // spelling and refs, what it does not record (failures, nullptr), untracked frees, the report's
-// text, stack traces naming the allocating function, the report at destruction, shared records of
-// copies, and exact lists from 16 threads.
+// text, stack traces naming the allocating function, the report at destruction and on demand to a
+// stream (RMM's log_outstanding_allocations), shared records of copies, and exact lists from 16
+// threads.
 
+#include "support/counting_buffer.hpp"
 #include "support/fake_resource.hpp"
 #include "support/refusing_resource.hpp"
 
@@ -345,6 +347,35 @@ TEST(tracking_adaptor, ReportAtDestructionOfTheLastCopyWhenSomethingIsLive)
   EXPECT_EQ(not_asked, "");
   upstream.deallocate_sync(leaked, 48);
   upstream.deallocate_sync(unreported, 8);
+}
+
+TEST(tracking_adaptor, LogsWhatIsOutstandingToAStreamOrStandardError)
+{
+  // RMM's log_outstanding_allocations(): the report, written and flushed where it is asked.
+  adaptor a{fake_resource{}};
+  counting_buffer buffer;
+  std::ostream out{&buffer};
+  a.log_outstanding_allocations(out);
+  EXPECT_EQ(buffer.str(), "rmm_next::tracking_adaptor: 0 outstanding allocations, 0 bytes\n");
+  EXPECT_EQ(buffer.syncs, 1);
+
+  void* p = a.allocate(stream_of(0x70), 4096, 512);
+  buffer.str("");
+  a.log_outstanding_allocations(out);
+  EXPECT_EQ(buffer.syncs, 2);
+  std::string const logged = buffer.str();
+  EXPECT_EQ(logged, a.report());
+  std::ostringstream line;
+  line << "  " << p << ": 4096 bytes, alignment 512, stream 0x70, thread ";
+  EXPECT_NE(logged.find(line.str()), std::string::npos) << logged;
+
+  // Without a stream: standard error, as report_at_destruction writes.
+  std::ostringstream captured;
+  std::streambuf* const old = std::cerr.rdbuf(captured.rdbuf());
+  a.log_outstanding_allocations();
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(captured.str(), a.report());
+  a.deallocate(stream_of(0x70), p, 4096, 512);
 }
 
 // ---- Threads ------------------------------------------------------------------------------------

@@ -68,6 +68,29 @@ void counting(cudaStream_t stream)
   expect(stats.statistics().bytes.peak == 4096, "statistics-adaptor: peak after reset_peak");
 }
 
+void nested(cudaStream_t stream)
+{
+  rmm_next::statistics_adaptor stats{rmm_next::async_device_resource{}};
+  void* kept = stats.allocate(stream, 1 << 20);
+  // [nested-counters]
+  // One phase of a program, measured on its own (RMM's push_counters / pop_counters).
+  stats.push_counters();  // a level at zero; returns the counters below it
+  void* a = stats.allocate(stream, 4096);
+  void* b = stats.allocate(stream, 8192);
+  stats.deallocate(stream, a, 4096);
+  auto const [bytes, allocations] = stats.pop_counters();  // the phase, now added below
+  std::printf("the phase: %lld bytes at the peak, %lld allocations, %lld bytes still held\n",
+              static_cast<long long>(bytes.peak),         // 12288
+              static_cast<long long>(allocations.total),  // 2
+              static_cast<long long>(bytes.current));     // 8192
+  stats.deallocate(stream, b, 8192);
+  // [nested-counters end]
+  expect(bytes.peak == 12288 && allocations.total == 2 && bytes.current == 8192,
+         "nested-counters: the phase");
+  expect(stats.statistics().bytes.peak == (1 << 20) + 12288, "nested-counters: folded below");
+  stats.deallocate(stream, kept, 1 << 20);
+}
+
 void per_library(cudaStream_t stream)
 {
   // [per-library-use]
@@ -107,6 +130,7 @@ int main()
     return 1;
   }
   counting(stream);
+  nested(stream);
   per_library(stream);
   nvtx(stream);
   if (cudaStreamSynchronize(stream) != cudaSuccess || cudaStreamDestroy(stream) != cudaSuccess) {

@@ -17,8 +17,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -38,7 +42,8 @@ void tracking(cudaStream_t stream)
   for (rmm_next::tracked_allocation const& a : mr.outstanding()) {  // oldest first: only p
     std::cout << a.ptr << ": " << a.bytes << " bytes, allocated at\n" << a.stack_trace;
   }
-  std::cout << mr.report();  // the count and the bytes, then one line per allocation
+  std::cout << mr.report();          // the count and the bytes, then one line per allocation
+  mr.log_outstanding_allocations();  // the same, to std::cerr (or the stream given), flushed
   mr.deallocate(stream, p, 1 << 20);
   // [tracking-adaptor end]
   expect(mr.count_outstanding() == 0 && mr.bytes_outstanding() == 0, "tracking: all freed");
@@ -60,6 +65,34 @@ void logging(cudaStream_t stream)
   expect(log.rfind("Thread,Time,Action,Pointer,Size,Stream\n", 0) == 0, "logging: header");
   expect(log.find(",allocate,") != std::string::npos && log.find(",free,") != std::string::npos,
          "logging: an allocate and a free line");
+}
+
+void logging_sinks(cudaStream_t stream)
+{
+  std::string const path = (std::filesystem::temp_directory_path() /
+                            ("rmm_next_snippet_" + std::to_string(::getpid()) + ".csv"))
+                             .string();
+  {
+    // [logging-sinks]
+    // Every line to a file and to std::clog, each written out and flushed as it is logged: a
+    // program that crashes leaves its log behind, up to its last call.
+    rmm_next::logging_adaptor mr{rmm_next::async_device_resource{},
+                                 {rmm_next::log_sink::file(path, /*truncate=*/true), std::clog},
+                                 /*auto_flush=*/true};
+    void* p = mr.allocate(stream, 4096);  // its line is in the file already
+    mr.deallocate(stream, p, 4096);
+    // [logging-sinks end]
+    std::ifstream in{path};
+    std::string header;
+    std::string first;
+    std::getline(in, header);
+    std::getline(in, first);
+    expect(header == mr.header(), "logging-sinks: the header is in the file before flush()");
+    expect(
+      first.find(",allocate,") != std::string::npos && first.find(",4096,") != std::string::npos,
+      "logging-sinks: the allocation is in the file before flush()");
+  }
+  std::filesystem::remove(path);
 }
 
 void stack(cudaStream_t stream)
@@ -91,6 +124,7 @@ int main()
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) { return 1; }
   tracking(stream);
   logging(stream);
+  logging_sinks(stream);
   stack(stream);
   (void)cudaStreamSynchronize(stream);
   (void)cudaStreamDestroy(stream);

@@ -17,13 +17,11 @@
 #include <rmm_next/resource_ref.hpp>
 
 #include <array>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -172,13 +170,7 @@ class aligned_adaptor : public cuda::forward_property<aligned_adaptor<Upstream>,
 
   static std::size_t checked_alignment(std::size_t alignment)
   {
-    if (!std::has_single_bit(alignment)) {
-      detail::throw_error<std::invalid_argument>(
-        name,
-        "alignment " + std::to_string(alignment) +
-          " is not a power of two; pass 4096, 65536, 2097152, ...");
-    }
-    return alignment;
+    return detail::checked_alignment_argument(name, alignment, "4096, 65536, 2097152, ...");
   }
 
   /** @brief The alignment a request of `bytes` with `alignment` gets. */

@@ -28,29 +28,33 @@ namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 
 /**
- * @brief What a `failure_callback_adaptor` calls when its upstream runs out of memory:
- * `bool(bytes, stream, attempt)`.
+ * @brief What a `failure_callback_adaptor` calls when its upstream throws its `ExceptionType`
+ * (`out_of_memory` unless chosen): `bool(bytes, stream, attempt)`.
  *
  * `bytes` is the size asked for, `stream` the stream of the allocation (the default stream,
  * `cuda::stream_ref{cudaStream_t{}}`, for `allocate_sync`) and `attempt` the number of failed
  * attempts of this allocation so far (1 at the first failure). Returning true retries the
- * allocation; false lets the `out_of_memory` go to the caller.
+ * allocation; false lets the exception go to the caller.
  */
 using failure_callback = std::function<bool(std::size_t, cuda::stream_ref, std::size_t)>;
 
 /**
- * @brief Calls a callback when `Upstream` throws `out_of_memory`, and retries the allocation while
- * the callback returns true: the hook for spilling on out-of-memory (cuDF, Spark RAPIDS).
+ * @brief Calls a callback when `Upstream` throws `ExceptionType` (`out_of_memory` by default), and
+ * retries the allocation while the callback returns true: the hook for spilling on out-of-memory
+ * (cuDF, Spark RAPIDS).
  *
  * `Upstream` is a resource (held by copy) or a resource ref (the resource it refers to must outlive
  * the adaptor). The adaptor offers what the upstream offers (stream-ordered and/or synchronous
  * members, the CCCL 3.0 names, every property), so it binds to the same ref types.
  *
- * - Only `out_of_memory` (and types derived from it) calls the callback; every other exception,
- *   `bad_alloc` for a bad alignment included, goes to the caller unchanged, at once.
- * - When the callback returns false, the upstream's last `out_of_memory` is rethrown: the same
+ * - Only `ExceptionType` (and types derived from it) calls the callback; every other exception
+ *   goes to the caller unchanged, at once. With the default, `out_of_memory`, that includes
+ *   `bad_alloc` for a bad alignment; `failure_callback_adaptor<Upstream, bad_alloc>` (RMM's
+ *   `failure_callback_resource_adaptor<rmm::bad_alloc>`) calls it for both, and
+ *   `std::bad_alloc` for host allocation failures too.
+ * - When the callback returns false, the upstream's last exception is rethrown: the same
  *   object, type and message.
- * - An exception thrown by the callback goes to the caller in place of the `out_of_memory`.
+ * - An exception thrown by the callback goes to the caller in place of the upstream's.
  * - The callback runs on the allocating thread, with no lock of the adaptor held, so it may free
  *   memory through this adaptor or a copy of it (spill) and other threads keep allocating. It may
  *   run on several threads at once: it must be thread-safe. It decides when to stop: one that
@@ -58,13 +62,18 @@ using failure_callback = std::function<bool(std::size_t, cuda::stream_ref, std::
  *
  * Copies share the callback (and compare equal); deallocation passes straight to the upstream.
  */
-template <class Upstream>
+template <class Upstream, class ExceptionType = out_of_memory>
 class failure_callback_adaptor
-  : public cuda::forward_property<failure_callback_adaptor<Upstream>, Upstream>,
-    public detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream> {
+  : public cuda::forward_property<failure_callback_adaptor<Upstream, ExceptionType>, Upstream>,
+    public detail::forwarding_members<failure_callback_adaptor<Upstream, ExceptionType>, Upstream> {
+  using members = detail::forwarding_members<failure_callback_adaptor, Upstream>;
+
  public:
+  /** @brief The type of exception that calls the callback (and its derived types). */
+  using exception_type = ExceptionType;
+
   /**
-   * @brief Allocates from `upstream`, calling `callback` on its out-of-memory failures.
+   * @brief Allocates from `upstream`, calling `callback` when it throws `ExceptionType`.
    * @throws rmm_next::logic_error when `callback` is empty.
    */
   template <detail::upstream_argument<failure_callback_adaptor, Upstream> Arg = Upstream>
@@ -81,13 +90,13 @@ class failure_callback_adaptor
   }
 
   /// `allocate(stream, bytes, alignment)` when the upstream allocates in stream order,
-  /// `allocate_sync` when it allocates synchronously: on `out_of_memory`, the callback is called
+  /// `allocate_sync` when it allocates synchronously: on `ExceptionType`, the callback is called
   /// with the allocation's stream (the default stream, `cuda::stream_ref{cudaStream_t{}}`, for
   /// `allocate_sync`) and the allocation tried again while it returns true; then the upstream's
-  /// last `out_of_memory` is rethrown. Frees go straight to the upstream. CCCL 3.0's names before
+  /// last exception is rethrown. Frees go straight to the upstream. CCCL 3.0's names before
   /// CCCL 3.1.
-  using detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream>::allocate;
-  using detail::forwarding_members<failure_callback_adaptor<Upstream>, Upstream>::deallocate;
+  using members::allocate;
+  using members::deallocate;
 
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
@@ -100,9 +109,9 @@ class failure_callback_adaptor
   }
 
  private:
-  friend detail::forwarding_members<failure_callback_adaptor, Upstream>;
+  friend members;
 
-  /** @brief The upstream's allocation, tried again after each `out_of_memory` the callback
+  /** @brief The upstream's allocation, tried again after each `ExceptionType` the callback
    * answers true. */
   template <class Calls>
   void* allocate_with(Calls const& upstream, std::size_t bytes, std::size_t alignment)
@@ -110,7 +119,7 @@ class failure_callback_adaptor
     for (std::size_t attempt = 1;; ++attempt) {
       try {
         return upstream.allocate(bytes, alignment);
-      } catch (out_of_memory const&) {
+      } catch (ExceptionType const&) {
         if (!(*callback_)(bytes, upstream.stream, attempt)) { throw; }
       }
     }
@@ -129,7 +138,8 @@ class failure_callback_adaptor
   std::shared_ptr<failure_callback const> callback_;
 };
 
-/** @brief `failure_callback_adaptor{upstream, callback}` holds a copy of `upstream`. */
+/** @brief `failure_callback_adaptor{upstream, callback}` holds a copy of `upstream` and calls
+ * `callback` on `out_of_memory`. */
 template <class Upstream, class Callback>
 failure_callback_adaptor(Upstream, Callback) -> failure_callback_adaptor<Upstream>;
 
@@ -140,6 +150,9 @@ static_assert(detail::synchronous_resource_with<failure_callback_adaptor<device_
                                                 cuda::mr::device_accessible>);
 static_assert(std::is_constructible_v<device_async_resource_ref,
                                       failure_callback_adaptor<device_async_resource_ref>&>);
+static_assert(detail::stream_ordered_resource_with<
+              failure_callback_adaptor<device_async_resource_ref, bad_alloc>,
+              cuda::mr::device_accessible>);
 
 }  // namespace RMM_NEXT_ABI_NAMESPACE
 }  // namespace rmm_next

@@ -79,9 +79,11 @@ class byte_limit {
  * @brief Caps the bytes in use through it: an allocation that would take them past `limit()`
  * throws `out_of_memory` without reaching the upstream, and everything keeps working.
  *
- * Each allocation counts as its size rounded up to a multiple of the larger of its alignment and
- * 256 bytes, the granularity of rmm-next's resources (1000 bytes count 1024, 256 bytes with
- * alignment 4096 count 4096). It counts from the moment it is reserved, just before the upstream
+ * Each allocation counts as its size rounded up to a multiple of the adaptor's `alignment()` (the
+ * constructor's argument, as RMM's: 256 bytes, the granularity of rmm-next's resources, unless
+ * given), or of its own alignment when that is above 256 and larger: 1000 bytes count 1024, 256
+ * bytes with alignment 4096 count 4096, and with `alignment()` 1 every allocation of at most 256
+ * alignment counts its size. It counts from the moment it is reserved, just before the upstream
  * is called, until `deallocate` is called (the caller's view, also for stream-ordered frees); a
  * failed allocation counts nothing afterwards, and 0 bytes count nothing. The limit bounds what
  * the callers hold, not what the upstream reserves: padding or caching below the adaptor
@@ -101,10 +103,20 @@ template <class Upstream>
 class limiting_adaptor : public cuda::forward_property<limiting_adaptor<Upstream>, Upstream>,
                          public detail::forwarding_members<limiting_adaptor<Upstream>, Upstream> {
  public:
-  /** @brief Lets at most `limit_bytes` be in use through the adaptor (counted as above). */
+  /**
+   * @brief Lets at most `limit_bytes` be in use through the adaptor, each allocation counted as
+   * its size rounded up to a multiple of `alignment` (or of its own alignment, above 256).
+   * @param alignment Any power of two: 256 (the default) counts what rmm-next's resources occupy,
+   * 1 counts the sizes asked for, as RMM's `limiting_resource_adaptor(upstream, limit, 1)` does.
+   * @throws std::invalid_argument if `alignment` is not a power of two.
+   */
   template <detail::upstream_argument<limiting_adaptor, Upstream> Arg = Upstream>
-  explicit limiting_adaptor(Arg&& upstream, std::size_t limit_bytes)
+  explicit limiting_adaptor(Arg&& upstream,
+                            std::size_t limit_bytes,
+                            std::size_t alignment = default_alignment)
     : upstream_(std::forward<Arg>(upstream)),
+      alignment_{
+        detail::checked_alignment_argument(name, alignment, "256 (the default), 1, 4096, ...")},
       state_{std::make_shared<detail::byte_limit>(limit_bytes)}
   {
   }
@@ -120,6 +132,9 @@ class limiting_adaptor : public cuda::forward_property<limiting_adaptor<Upstream
 
   /** @brief The most bytes that may be in use. */
   [[nodiscard]] std::size_t limit() const noexcept { return state_->limit(); }
+
+  /** @brief The granularity each allocation is counted in (the constructor's `alignment`). */
+  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
 
   /**
    * @brief Changes the limit, also while allocations are live; a limit below the bytes in use
@@ -143,10 +158,12 @@ class limiting_adaptor : public cuda::forward_property<limiting_adaptor<Upstream
   static constexpr char const* name = "limiting_adaptor";
 
   /** @brief What `bytes` with `alignment` (a power of two) count; saturates at SIZE_MAX. */
-  static std::size_t counted_bytes(std::size_t bytes, std::size_t alignment) noexcept
+  [[nodiscard]] std::size_t counted_bytes(std::size_t bytes, std::size_t alignment) const noexcept
   {
+    std::size_t const unit =
+      alignment > default_alignment ? std::max(alignment, alignment_) : alignment_;
     std::size_t counted = std::numeric_limits<std::size_t>::max();
-    (void)detail::round_up(bytes, std::max(alignment, default_alignment), counted);
+    (void)detail::round_up(bytes, unit, counted);
     return counted;
   }
 
@@ -197,12 +214,17 @@ class limiting_adaptor : public cuda::forward_property<limiting_adaptor<Upstream
   }
 
   Upstream upstream_;
+  std::size_t alignment_;
   std::shared_ptr<detail::byte_limit> state_;
 };
 
 /** @brief `limiting_adaptor{upstream, limit_bytes}` holds a copy of `upstream`. */
 template <class Upstream>
 limiting_adaptor(Upstream, std::size_t) -> limiting_adaptor<Upstream>;
+
+/** @brief `limiting_adaptor{upstream, limit_bytes, alignment}` holds a copy of `upstream`. */
+template <class Upstream>
+limiting_adaptor(Upstream, std::size_t, std::size_t) -> limiting_adaptor<Upstream>;
 
 static_assert(detail::stream_ordered_resource_with<limiting_adaptor<device_async_resource_ref>,
                                                    cuda::mr::device_accessible>);

@@ -14,6 +14,7 @@
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
+#include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -36,6 +38,7 @@
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -161,27 +164,82 @@ class log_line {
   std::size_t size_ = 0;
 };
 
+/** @brief Opens `path` for writing (truncated or appended to) for a `logging_adaptor`. */
+inline std::shared_ptr<std::ofstream> open_log_file(std::string const& path, bool truncate)
+{
+  errno     = 0;
+  auto file = std::make_shared<std::ofstream>(
+    path, std::ios::out | (truncate ? std::ios::trunc : std::ios::app));
+  if (!file->is_open()) {
+    int const error = errno != 0 ? errno : EIO;
+    throw std::system_error{
+      std::error_code{error, std::generic_category()},
+      error_message("logging_adaptor",
+                    "cannot open the log file \"" + path +
+                      "\" for writing; check that its directory exists and is writable")};
+  }
+  return file;
+}
+
+class allocation_log;
+
+}  // namespace detail
+
+/**
+ * @brief One place a `logging_adaptor` writes its log: a stream of the caller's, or a file the
+ * sink opens. What rapids_logger's sinks are to RMM's `logging_resource_adaptor`, without a
+ * logging library: `logging_adaptor mr{upstream, {rmm_next::log_sink::file("a.csv"), std::cerr}}`.
+ *
+ * Copies of a file sink share the open file, which closes with the last copy (and the last
+ * adaptor writing to it).
+ */
+class log_sink {
+ public:
+  /** @brief Writes into `out`, which must outlive every adaptor writing to it (implicit, so that a
+   * stream reads as a sink in a list). */
+  log_sink(std::ostream& out) noexcept : out_{&out} {}  // NOLINT(google-explicit-constructor)
+
+  /**
+   * @brief Opens the file at `path` for writing: appended to, or emptied first when `truncate`
+   * (the arguments of rapids_logger's `basic_file_sink_mt`).
+   * @throws std::system_error (its `code()` the reason, its message the path) when the file cannot
+   * be opened for writing.
+   */
+  [[nodiscard]] static log_sink file(std::string const& path, bool truncate = false)
+  {
+    return log_sink{detail::open_log_file(path, truncate)};
+  }
+
+ private:
+  friend class detail::allocation_log;
+
+  explicit log_sink(std::shared_ptr<std::ofstream> file) noexcept
+    : file_{std::move(file)}, out_{file_.get()}
+  {
+  }
+
+  std::shared_ptr<std::ostream> file_;
+  std::ostream* out_;
+};
+
+namespace detail {
+
+/** @brief The CSV header of RMM's `logging_resource_adaptor`, the first line of every log. */
+inline constexpr std::string_view log_header = "Thread,Time,Action,Pointer,Size,Stream";
+
 /** @brief The buffered output shared by the copies of one `logging_adaptor`. */
 class allocation_log {
  public:
-  /** @brief Bytes buffered before they are written out without a `flush()`. */
+  /** @brief Bytes buffered before they are written out without a `flush()` (no `auto_flush`). */
   static constexpr std::size_t buffer_bytes = std::size_t{64} << 10;
 
-  explicit allocation_log(std::ostream& out) : out_{&out} { start(); }
-
-  explicit allocation_log(std::string const& path)
-    : file_{std::make_unique<std::ofstream>(path, std::ios::out | std::ios::trunc)}
+  /** @brief Writes the header: into the buffer, or out to every sink at once with `auto_flush`. */
+  allocation_log(std::vector<log_sink> sinks, bool auto_flush)
+    : sinks_{std::move(sinks)}, auto_flush_{auto_flush}
   {
-    if (!file_->is_open()) {
-      int const error = errno != 0 ? errno : EIO;
-      throw std::system_error{
-        std::error_code{error, std::generic_category()},
-        error_message("logging_adaptor",
-                      "cannot open the log file \"" + path +
-                        "\" for writing; check that its directory exists and is writable")};
-    }
-    out_ = file_.get();
-    start();
+    if (!auto_flush_) { buffer_.reserve(buffer_bytes + 256); }
+    buffer_.append(log_header).append("\n");
+    if (auto_flush_) { flush(); }
   }
 
   allocation_log(allocation_log const&)            = delete;
@@ -197,12 +255,18 @@ class allocation_log {
     }
   }
 
+  /** @brief Appends `line`; writes the buffer out when it is full, and every line with
+   * `auto_flush` (then flushes each sink before returning). */
   void write(log_line const& line) noexcept
   {
     std::lock_guard const lock{mutex_};
     try {
       buffer_.append(line.text());
-      if (buffer_.size() >= buffer_bytes) { write_out(); }
+      if (auto_flush_) {
+        write_out_and_flush();
+      } else if (buffer_.size() >= buffer_bytes) {
+        write_out();
+      }
     } catch (...) {  // NOLINT(bugprone-empty-catch): logging never fails an allocation or a free
     }
   }
@@ -210,25 +274,30 @@ class allocation_log {
   void flush()
   {
     std::lock_guard const lock{mutex_};
-    write_out();
-    out_->flush();
+    write_out_and_flush();
   }
+
+  [[nodiscard]] bool auto_flush() const noexcept { return auto_flush_; }
 
  private:
-  void start()
-  {
-    buffer_.reserve(buffer_bytes + 256);
-    buffer_.append("Thread,Time,Action,Pointer,Size,Stream\n");
-  }
-
   void write_out()
   {
-    out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    for (log_sink const& sink : sinks_) {
+      sink.out_->write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    }
     buffer_.clear();
   }
 
-  std::unique_ptr<std::ofstream> file_;
-  std::ostream* out_ = nullptr;
+  void write_out_and_flush()
+  {
+    write_out();
+    for (log_sink const& sink : sinks_) {
+      sink.out_->flush();
+    }
+  }
+
+  std::vector<log_sink> sinks_;
+  bool auto_flush_;
   std::mutex mutex_;
   std::string buffer_;
 };
@@ -243,18 +312,21 @@ struct logging_adaptor_nvtx;
  * to `Upstream`, in the format of RMM's `logging_resource_adaptor`, so that RMM's replay
  * benchmark and rmm-next's read its logs.
  *
- * The log starts with the header `Thread,Time,Action,Pointer,Size,Stream`; then each line holds
- * the OS thread id (decimal), the local time of day (`HH:MM:SS.ffffff`), `allocate`, `free` or
- * `allocate failure`, the pointer (`0x...`, `(nil)` for nullptr), the size asked for (decimal)
- * and the stream (`0x...`, `0` for the default stream and for synchronous calls). Every call is
- * logged, 0 bytes and nullptr included, as RMM does; a failed allocation is logged, then its
- * exception is rethrown.
+ * The log starts with the header `Thread,Time,Action,Pointer,Size,Stream` (`header()`); then each
+ * line holds the OS thread id (decimal), the local time of day (`HH:MM:SS.ffffff`), `allocate`,
+ * `free` or `allocate failure`, the pointer (`0x...`, `(nil)` for nullptr), the size asked for
+ * (decimal) and the stream (`0x...`, `0` for the default stream and for synchronous calls). Every
+ * call is logged, 0 bytes and nullptr included, as RMM does; a failed allocation is logged, then
+ * its exception is rethrown.
  *
- * Lines are built without a lock and appended to a buffer under a mutex; the buffer is written
- * out when it holds 64 KiB, at `flush()`, and when the last copy is destroyed. Lines are whole
- * and in the order the calls took the mutex. Copies share the log (and compare equal).
- * `Upstream` is a resource (held by copy) or a ref; the adaptor offers the upstream's members and
- * properties, as `statistics_adaptor` does.
+ * The log goes to a file, a stream, or a list of `log_sink`s (each gets every line). Lines are
+ * built without a lock and appended to a buffer under a mutex. Without `auto_flush` the buffer is
+ * written out when it holds 64 KiB, at `flush()`, and when the last copy is destroyed; with
+ * `auto_flush` the header at construction and each line before its call returns are written out
+ * and flushed to every sink, so that a program that crashes leaves its log behind (at the cost of
+ * a write per call). Lines are whole and in the order the calls took the mutex. Copies share the
+ * log (and compare equal). `Upstream` is a resource (held by copy) or a ref; the adaptor offers
+ * the upstream's members and properties, as `statistics_adaptor` does.
  */
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI logging_adaptor
@@ -262,20 +334,48 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
     public detail::forwarding_members<logging_adaptor<Upstream>, Upstream> {
  public:
   /**
+   * @brief Logs what goes to `upstream` into the file named by the environment variable
+   * `RMM_LOG_FILE` (`default_filename()`), created or truncated, as RMM does without a file name.
+   * @throws rmm_next::logic_error when `RMM_LOG_FILE` is not set; std::system_error when the file
+   * cannot be opened.
+   */
+  template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
+  explicit logging_adaptor(Arg&& upstream)
+    : logging_adaptor(std::forward<Arg>(upstream), default_filename())
+  {
+  }
+
+  /**
    * @brief Logs what goes to `upstream` into the file at `path`, created or truncated.
+   * @param auto_flush Write out and flush every line as it is logged.
    * @throws std::system_error (its `code()` the reason, its message the path) when the file cannot
    * be opened for writing.
    */
   template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
-  logging_adaptor(Arg&& upstream, std::string const& path)
-    : upstream_(std::forward<Arg>(upstream)), log_{std::make_shared<detail::allocation_log>(path)}
+  logging_adaptor(Arg&& upstream, std::string const& path, bool auto_flush = false)
+    : logging_adaptor(std::forward<Arg>(upstream), {log_sink::file(path, true)}, auto_flush)
   {
   }
 
-  /** @brief Logs what goes to `upstream` into `out`, which must outlive every copy. */
+  /**
+   * @brief Logs what goes to `upstream` into `out`, which must outlive every copy.
+   * @param auto_flush Write out and flush every line as it is logged.
+   */
   template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
-  logging_adaptor(Arg&& upstream, std::ostream& out)
-    : upstream_(std::forward<Arg>(upstream)), log_{std::make_shared<detail::allocation_log>(out)}
+  logging_adaptor(Arg&& upstream, std::ostream& out, bool auto_flush = false)
+    : logging_adaptor(std::forward<Arg>(upstream), {log_sink{out}}, auto_flush)
+  {
+  }
+
+  /**
+   * @brief Logs what goes to `upstream` into each of `sinks` (each gets every line; none: the
+   * calls are logged nowhere), as RMM's constructor from rapids_logger sinks does.
+   * @param auto_flush Write out and flush every line to every sink as it is logged.
+   */
+  template <detail::upstream_argument<logging_adaptor, Upstream> Arg = Upstream>
+  logging_adaptor(Arg&& upstream, std::vector<log_sink> sinks, bool auto_flush = false)
+    : upstream_(std::forward<Arg>(upstream)),
+      log_{std::make_shared<detail::allocation_log>(std::move(sinks), auto_flush)}
   {
   }
 
@@ -287,8 +387,30 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
   using detail::forwarding_members<logging_adaptor<Upstream>, Upstream>::allocate;
   using detail::forwarding_members<logging_adaptor<Upstream>, Upstream>::deallocate;
 
-  /** @brief Writes the buffered lines out and flushes the stream or file. */
+  /** @brief Writes the buffered lines out and flushes every sink. */
   void flush() { log_->flush(); }
+
+  /** @brief True when every line is written out and flushed as it is logged. */
+  [[nodiscard]] bool auto_flush() const noexcept { return log_->auto_flush(); }
+
+  /** @brief The first line of every log: `Thread,Time,Action,Pointer,Size,Stream`. */
+  [[nodiscard]] static std::string header() { return std::string{detail::log_header}; }
+
+  /**
+   * @brief The value of the environment variable `RMM_LOG_FILE`, the file of an adaptor constructed
+   * without one.
+   * @throws rmm_next::logic_error when it is not set (or empty).
+   */
+  [[nodiscard]] static std::string default_filename()
+  {
+    char const* const path = std::getenv("RMM_LOG_FILE");  // NOLINT(concurrency-mt-unsafe)
+    if (path == nullptr || *path == '\0') {
+      detail::throw_error<logic_error>(
+        "logging_adaptor",
+        "no log file was given and RMM_LOG_FILE is not set; pass a path or set RMM_LOG_FILE");
+    }
+    return std::string{path};
+  }
 
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
@@ -337,13 +459,33 @@ class RMM_NEXT_NVTX_ABI logging_adaptor
   std::shared_ptr<detail::allocation_log> log_;
 };
 
+/** @brief `logging_adaptor{upstream}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream) -> logging_adaptor<Upstream>;
+
 /** @brief `logging_adaptor{upstream, path}` holds a copy of `upstream`. */
 template <class Upstream>
 logging_adaptor(Upstream, std::string const&) -> logging_adaptor<Upstream>;
 
+/** @brief `logging_adaptor{upstream, path, auto_flush}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::string const&, bool) -> logging_adaptor<Upstream>;
+
 /** @brief `logging_adaptor{upstream, out}` holds a copy of `upstream`. */
 template <class Upstream>
 logging_adaptor(Upstream, std::ostream&) -> logging_adaptor<Upstream>;
+
+/** @brief `logging_adaptor{upstream, out, auto_flush}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::ostream&, bool) -> logging_adaptor<Upstream>;
+
+/** @brief `logging_adaptor{upstream, {sinks...}}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::vector<log_sink>) -> logging_adaptor<Upstream>;
+
+/** @brief `logging_adaptor{upstream, {sinks...}, auto_flush}` holds a copy of `upstream`. */
+template <class Upstream>
+logging_adaptor(Upstream, std::vector<log_sink>, bool) -> logging_adaptor<Upstream>;
 
 static_assert(detail::stream_ordered_resource_with<logging_adaptor<device_async_resource_ref>,
                                                    cuda::mr::device_accessible>);

@@ -12,6 +12,7 @@
 #include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/resource_ref.hpp>
 
@@ -20,8 +21,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
@@ -29,9 +33,9 @@ inline namespace RMM_NEXT_ABI_NAMESPACE {
 /** @brief One statistic of a `statistics_adaptor`: its value now, its peak and its running total.
  */
 struct allocation_counter {
-  std::int64_t current;  ///< value now (bytes or allocations not yet freed)
-  std::int64_t peak;     ///< highest `current` since construction or the last `reset_peak()`
-  std::int64_t total;    ///< sum of everything ever allocated (never decreases)
+  std::int64_t current;  ///< value now (bytes or allocations not yet freed; RMM's `value`)
+  std::int64_t peak;     ///< highest `current` since construction, the push or `reset_peak()`
+  std::int64_t total;    ///< sum of everything allocated since construction or the push
 };
 
 /** @brief What a `statistics_adaptor` has counted. */
@@ -42,13 +46,21 @@ struct allocation_statistics {
 
 namespace detail {
 
-/** @brief Lock-free counters shared by the copies of one `statistics_adaptor`. */
+/**
+ * @brief The counters shared by the copies of one `statistics_adaptor`: lock-free running values
+ * for every allocation and free, and under a mutex the stack of `push_counters()` levels, each
+ * kept as the running values where it starts.
+ *
+ * A level's current and total are the running ones less those at its push; its peak is the
+ * running peak since its push (or the last pop or `reset_peak()`) less the current value at its
+ * push. Popping a level folds it into the one below as RMM does: the one below has the higher of
+ * its own peak and the popped peak on top of its value at the push.
+ */
 class allocation_counters {
  public:
   void record_allocation(std::size_t bytes) noexcept
   {
-    auto const n = static_cast<std::int64_t>(bytes);
-    raise(bytes_, n);
+    raise(bytes_, static_cast<std::int64_t>(bytes));
     raise(allocations_, 1);
   }
 
@@ -60,13 +72,44 @@ class allocation_counters {
 
   [[nodiscard]] allocation_statistics snapshot() const noexcept
   {
-    return {read(bytes_), read(allocations_)};
+    std::lock_guard const lock{levels_mutex_};
+    return top();
   }
 
   void reset_peak() noexcept
   {
-    reset(bytes_);
-    reset(allocations_);
+    std::lock_guard const lock{levels_mutex_};
+    restart_peak(bytes_);
+    restart_peak(allocations_);
+  }
+
+  /** @brief Starts a level at zero; returns the counters of the level below, as they were. */
+  allocation_statistics push()
+  {
+    std::lock_guard const lock{levels_mutex_};
+    allocation_statistics const below = top();
+    levels_.push_back({start_of(bytes_), start_of(allocations_)});
+    restart_peak(bytes_);
+    restart_peak(allocations_);
+    return below;
+  }
+
+  /** @brief Ends the top level (folded into the one below); returns its counters, as they were.
+   * @throws std::out_of_range when no level was pushed. */
+  allocation_statistics pop()
+  {
+    std::lock_guard const lock{levels_mutex_};
+    if (levels_.empty()) {
+      throw_error<std::out_of_range>("statistics_adaptor",
+                                     "pop_counters() found no level to pop; call "
+                                     "push_counters() first (the adaptor's own counters stay)");
+    }
+    allocation_statistics const popped = top();
+    level const ended                  = levels_.back();
+    levels_.pop_back();
+    raise_peak(bytes_, ended.bytes.peak);
+    raise_peak(allocations_, ended.allocations.peak);
+    return popped;
   }
 
  private:
@@ -74,6 +117,19 @@ class allocation_counters {
     std::atomic<std::int64_t> current{0};
     std::atomic<std::int64_t> peak{0};
     std::atomic<std::int64_t> total{0};
+  };
+
+  /** @brief The running values where a level starts; `peak`: the running peak of the level below
+   * at that moment. */
+  struct start {
+    std::int64_t current;
+    std::int64_t total;
+    std::int64_t peak;
+  };
+
+  struct level {
+    start bytes;
+    start allocations;
   };
 
   static void raise_peak(counter& c, std::int64_t value) noexcept
@@ -88,21 +144,38 @@ class allocation_counters {
     raise_peak(c, c.current.fetch_add(n, std::memory_order_relaxed) + n);
   }
 
-  static allocation_counter read(counter const& c) noexcept
+  static start start_of(counter const& c) noexcept
   {
     return {c.current.load(std::memory_order_relaxed),
-            c.peak.load(std::memory_order_relaxed),
-            c.total.load(std::memory_order_relaxed)};
+            c.total.load(std::memory_order_relaxed),
+            c.peak.load(std::memory_order_relaxed)};
   }
 
-  static void reset(counter& c) noexcept
+  static allocation_counter read(counter const& c, start const& from) noexcept
+  {
+    return {c.current.load(std::memory_order_relaxed) - from.current,
+            c.peak.load(std::memory_order_relaxed) - from.current,
+            c.total.load(std::memory_order_relaxed) - from.total};
+  }
+
+  static void restart_peak(counter& c) noexcept
   {
     c.peak.store(c.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
     raise_peak(c, c.current.load(std::memory_order_relaxed));  // an allocation in between
   }
 
+  /** @brief The counters of the top level; `levels_mutex_` held. */
+  [[nodiscard]] allocation_statistics top() const noexcept
+  {
+    static constexpr level base{};
+    level const& from = levels_.empty() ? base : levels_.back();
+    return {read(bytes_, from.bytes), read(allocations_, from.allocations)};
+  }
+
   counter bytes_;
   counter allocations_;
+  mutable std::mutex levels_mutex_;
+  std::vector<level> levels_;  ///< pushed levels, innermost last; empty: the adaptor's own
 };
 
 /** @brief Keys the NVTX range names of every `statistics_adaptor`. */
@@ -123,13 +196,21 @@ struct statistics_adaptor_nvtx;
  * through `cuda::forward_property`), so it binds to the same ref types.
  *
  * A stream-ordered allocation counts from the moment `allocate` returns and stops counting when
- * `deallocate` is called: the caller's view, not the device's. Failed allocations and nullptr
- * (0 bytes) count nothing. Frees must name the size that was allocated.
+ * `deallocate` is called: the caller's view, not the device's. As in RMM, every allocation that
+ * returns counts, 0 bytes (nullptr) included, as one allocation of 0 bytes, and every
+ * `deallocate` counts as one free, nullptr included; failed allocations count nothing. Frees
+ * must name the size that was allocated.
  *
- * Copies share the counters (and compare equal); an adaptor constructed separately counts on its
- * own, so each library can wrap the resource it uses and see only its own allocations.
- * Thread-safe and lock-free: each value is exact, but a snapshot taken while other threads
- * allocate reads the values one after another.
+ * `push_counters()` starts a level of counters at zero, for measuring one phase of a program, and
+ * `pop_counters()` ends it, adding it to the level below, as RMM's nested counters do;
+ * `statistics()` and `reset_peak()` are about the top level.
+ *
+ * Copies share the counters and their levels (and compare equal); an adaptor constructed
+ * separately counts on its own, so each library can wrap the resource it uses and see only its own
+ * allocations. Thread-safe; allocation and free are lock-free (the levels are changed and read
+ * under a mutex). Each value is exact, but a snapshot taken while other threads allocate reads the
+ * values one after another, and a call in flight while a level is pushed or popped may land its
+ * bytes and its count on different sides of it.
  */
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI statistics_adaptor
@@ -155,8 +236,25 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   /** @brief The counters now: bytes and allocations, each current, peak and total. */
   [[nodiscard]] allocation_statistics statistics() const noexcept { return counters_->snapshot(); }
 
-  /** @brief Sets the peaks of bytes and allocations to their current values. */
+  /** @brief Sets the peaks of bytes and allocations (of the top level) to their current values. */
   void reset_peak() noexcept { counters_->reset_peak(); }
+
+  /**
+   * @brief Starts a level of counters at zero (current, peak and total), which `statistics()`
+   * reports until `pop_counters()`: RMM's nested statistics, for one phase of a program. Frees of
+   * memory allocated before the push make the level's current values negative.
+   * @return The counters of the level below, as they were just before the push.
+   */
+  allocation_statistics push_counters() { return counters_->push(); }
+
+  /**
+   * @brief Ends the level `push_counters()` started and adds it to the level below: current and
+   * total are added, and the peak below becomes the higher of its own and its value at the push
+   * plus the popped peak.
+   * @return The counters of the popped level, as they were just before the pop.
+   * @throws std::out_of_range when no level was pushed (nothing changes).
+   */
+  allocation_statistics pop_counters() { return counters_->pop(); }
 
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }
@@ -175,7 +273,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
   {
     detail::nvtx_range const range{nvtx_range_names().allocate};
     void* ptr = upstream.allocate(bytes, alignment);
-    if (ptr != nullptr) { counters_->record_allocation(bytes); }
+    counters_->record_allocation(bytes);
     return ptr;
   }
 
@@ -186,7 +284,7 @@ class RMM_NEXT_NVTX_ABI statistics_adaptor
                        std::size_t alignment) noexcept
   {
     detail::nvtx_range const range{nvtx_range_names().deallocate};
-    if (ptr != nullptr) { counters_->record_deallocation(bytes); }
+    counters_->record_deallocation(bytes);
     upstream.deallocate(ptr, bytes, alignment);
   }
 

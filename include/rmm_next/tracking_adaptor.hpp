@@ -250,8 +250,9 @@ struct tracking_adaptor_nvtx;
  * `untracked_frees()`. Frees are forwarded with the caller's arguments.
  *
  * Copies share the records (and compare equal). Thread-safe: the records are split in shards by
- * pointer, each with its own mutex, so threads freeing different blocks rarely meet. With
- * `report_at_destruction`, the last copy writes `report()` to std::cerr when anything is live.
+ * pointer, each with its own mutex, so threads freeing different blocks rarely meet.
+ * `log_outstanding_allocations(out)` writes `report()` to a stream at any time; with
+ * `report_at_destruction`, the last copy writes it to std::cerr when anything is live.
  */
 template <class Upstream>
 class RMM_NEXT_NVTX_ABI tracking_adaptor
@@ -298,6 +299,18 @@ class RMM_NEXT_NVTX_ABI tracking_adaptor
    * when enabled, oldest first.
    */
   [[nodiscard]] std::string report() const { return registry_->report(); }
+
+  /**
+   * @brief Writes `report()` to `out` (std::cerr unless given) and flushes it: RMM's
+   * `log_outstanding_allocations()`, which logs the list through RMM's logger (at debug level).
+   * With nothing live it writes the report's first line alone.
+   */
+  void log_outstanding_allocations(std::ostream& out = std::cerr) const
+  {
+    std::string const text = report();
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    out.flush();
+  }
 
   /** @brief The resource (or ref) the adaptor allocates from. */
   [[nodiscard]] Upstream const& upstream_resource() const noexcept { return upstream_; }

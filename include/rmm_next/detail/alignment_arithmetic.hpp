@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,7 @@
  * @file
  * @brief Sizes and addresses rounded up without overflow, and the alignment checks, for every
  * resource and adaptor that pads or counts requests (`aligned_adaptor`, `limiting_adaptor`,
- * `vmm_resource`).
+ * `vmm_resource`), including the check of the adaptors' alignment arguments.
  */
 
 namespace rmm_next {
@@ -78,6 +79,22 @@ inline void check_power_of_two_alignment(std::string_view what, std::size_t alig
                            "alignment " + std::to_string(alignment) +
                              " is not a power of two; pass 1, 2, 4, ... (256 by default)");
   }
+}
+
+/**
+ * @brief `alignment`, the argument of an adaptor's constructor, if it is a power of two; else
+ * throws `std::invalid_argument` from `what` naming it and suggesting `examples`.
+ */
+inline std::size_t checked_alignment_argument(std::string_view what,
+                                              std::size_t alignment,
+                                              std::string_view examples)
+{
+  if (!std::has_single_bit(alignment)) {
+    throw_error<std::invalid_argument>(what,
+                                       "alignment " + std::to_string(alignment) +
+                                         " is not a power of two; pass " + std::string{examples});
+  }
+  return alignment;
 }
 
 }  // namespace detail
