@@ -11,6 +11,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/peak_counter.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -47,15 +48,14 @@ class allocation_counters {
  public:
   void record_allocation(std::size_t bytes) noexcept
   {
-    auto const n = static_cast<std::int64_t>(bytes);
-    raise(bytes_, n);
+    raise(bytes_, static_cast<std::int64_t>(bytes));
     raise(allocations_, 1);
   }
 
   void record_deallocation(std::size_t bytes) noexcept
   {
-    bytes_.current.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-    allocations_.current.fetch_sub(1, std::memory_order_relaxed);
+    bytes_.level.sub(static_cast<std::int64_t>(bytes));
+    allocations_.level.sub(1);
   }
 
   [[nodiscard]] allocation_statistics snapshot() const noexcept
@@ -65,40 +65,25 @@ class allocation_counters {
 
   void reset_peak() noexcept
   {
-    reset(bytes_);
-    reset(allocations_);
+    bytes_.level.reset_peak();
+    allocations_.level.reset_peak();
   }
 
  private:
   struct counter {
-    std::atomic<std::int64_t> current{0};
-    std::atomic<std::int64_t> peak{0};
+    peak_counter level;
     std::atomic<std::int64_t> total{0};
   };
-
-  static void raise_peak(counter& c, std::int64_t value) noexcept
-  {
-    std::int64_t peak = c.peak.load(std::memory_order_relaxed);
-    while (value > peak && !c.peak.compare_exchange_weak(peak, value, std::memory_order_relaxed)) {}
-  }
 
   static void raise(counter& c, std::int64_t n) noexcept
   {
     c.total.fetch_add(n, std::memory_order_relaxed);
-    raise_peak(c, c.current.fetch_add(n, std::memory_order_relaxed) + n);
+    c.level.add(n);
   }
 
   static allocation_counter read(counter const& c) noexcept
   {
-    return {c.current.load(std::memory_order_relaxed),
-            c.peak.load(std::memory_order_relaxed),
-            c.total.load(std::memory_order_relaxed)};
-  }
-
-  static void reset(counter& c) noexcept
-  {
-    c.peak.store(c.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    raise_peak(c, c.current.load(std::memory_order_relaxed));  // an allocation in between
+    return {c.level.current(), c.level.peak(), c.total.load(std::memory_order_relaxed)};
   }
 
   counter bytes_;
