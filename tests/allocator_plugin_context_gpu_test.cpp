@@ -6,7 +6,8 @@
 // librmm_next_allocator.so on a GPU when the calling thread's current context is a second context
 // of device 0 (cuCtxCreate), as a library that manages its own contexts leaves it. A program of
 // its own, so that the plugin's state, device 0's resource and the segments' stream are all made
-// while the second context is current, as in a process whose first allocation comes from there.
+// while the second context is current, as in a process whose first allocation comes from there;
+// and device 0's vmm_resource too, in the second test.
 
 #include "support/plugin_outstanding.hpp"
 #include "support/second_context.hpp"
@@ -20,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -99,6 +101,62 @@ TEST(SecondContext, AllocatesFromTheDevicesPoolTracesOnTheDeviceAndOutlivesTheCo
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(statistics().allocated_bytes, 0U);
   EXPECT_EQ(rmm_next_set_tracking(0, 0), 0);
+}
+
+// Device 0's vmm_resource, made while a second context is current (its first rmm_next_vmm_alloc):
+// blocks written and freed on that context's streams (one of its own and its legacy default
+// stream) are fenced by events of the primary context, so once the second context is destroyed
+// they are handed out again, on the primary context, after the work queued before their frees.
+TEST(SecondContext, VmmBlocksFreedOnItsStreamsComeBackAfterItIsDestroyed)
+{
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  CUcontext const primary     = current_context_or_null();
+  constexpr std::size_t bytes = std::size_t{4} << 20;
+  void* on_stream             = nullptr;
+  void* on_legacy             = nullptr;
+  {
+    rmm_next::test::second_context const ctx2;
+    ctx2.make_current();
+    cudaStream_t stream{};
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    on_stream = rmm_next_vmm_alloc(bytes, 0, stream);  // the resource is made here
+    on_legacy = rmm_next_vmm_alloc(bytes, -1, nullptr);
+    ASSERT_NE(on_stream, nullptr) << rmm_next_last_error();
+    ASSERT_NE(on_legacy, nullptr) << rmm_next_last_error();
+    EXPECT_EQ(current_context_or_null(), ctx2.get());
+    EXPECT_EQ(cudaMemsetAsync(on_stream, 0x11, bytes, stream), cudaSuccess);
+    EXPECT_EQ(cudaMemsetAsync(on_legacy, 0x22, bytes, nullptr), cudaSuccess);
+    rmm_next_vmm_free(on_stream, bytes, 0, stream);
+    rmm_next_vmm_free(on_legacy, bytes, -1, nullptr);  // the second context's legacy stream
+    EXPECT_EQ(current_context_or_null(), ctx2.get());
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+  }  // cuCtxDestroy: events of the second context could no longer be waited on
+  rmm_next_vmm_statistics v{};
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &v), 0) << rmm_next_last_error();
+  EXPECT_EQ(v.allocated_bytes, 0U);
+  EXPECT_EQ(v.deallocations, 2U);
+  std::vector<void*> again;
+  for (int i = 0; i < 2; ++i) {  // their fences, waited for on the host: legal, the primary's
+    again.push_back(rmm_next_vmm_alloc(bytes, 0, nullptr));
+    ASSERT_NE(again.back(), nullptr) << rmm_next_last_error();
+  }
+  std::sort(again.begin(), again.end());
+  std::vector<void*> freed{on_stream, on_legacy};
+  std::sort(freed.begin(), freed.end());
+  EXPECT_EQ(again, freed);
+  std::vector<unsigned char> host(bytes);
+  for (void* const p : {on_stream, on_legacy}) {
+    ASSERT_EQ(cudaMemcpy(host.data(), p, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    unsigned char const expected = p == on_stream ? 0x11 : 0x22;  // written before the free
+    EXPECT_EQ(std::count(host.begin(), host.end(), expected), static_cast<std::ptrdiff_t>(bytes));
+  }
+  for (void* const p : again) {
+    rmm_next_vmm_free(p, bytes, 0, nullptr);
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 }  // namespace

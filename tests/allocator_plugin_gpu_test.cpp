@@ -4,8 +4,10 @@
  */
 
 // librmm_next_allocator.so on a GPU, through its C interface: the frameworks' entry points,
-// resource choices shared with C++ code, out of memory, and frees during stream capture.
+// resource choices shared with C++ code, out of memory, frees the plugin must refuse, frees during
+// stream capture, and the vmm_resource's blocks beside captures and in a forked child.
 
+#include "support/capture_elsewhere.hpp"
 #include "support/stream_guard.hpp"
 
 #include <rmm_next/allocator_plugin.h>
@@ -18,9 +20,15 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -34,6 +42,20 @@ rmm_next_statistics statistics()
   rmm_next_statistics s{};
   EXPECT_EQ(rmm_next_get_statistics(0, &s), 0) << rmm_next_last_error();
   return s;
+}
+
+rmm_next_vmm_statistics vmm_statistics()
+{
+  rmm_next_vmm_statistics s{};
+  EXPECT_EQ(rmm_next_vmm_get_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+/** @brief What a free of a pointer the plugin did not hand out leaves in rmm_next_last_error. */
+std::string not_handed_out(char const* call)
+{
+  return std::string{"rmm_next::allocator_plugin: "} + call +
+         " was given a pointer this allocator did not hand out (or freed already); it is not freed";
 }
 
 class AllocatorPlugin : public ::testing::Test {
@@ -125,6 +147,41 @@ TEST_F(AllocatorPlugin, ResourceChangeIsRefusedWhileMemoryIsLive)
   EXPECT_NE(std::string{rmm_next_last_error()}.find("still has"), std::string::npos);
   rmm_next_deallocate(p, 1 << 20, 0, nullptr);
   EXPECT_EQ(rmm_next_use_owned_pool(0, nullptr), 0) << rmm_next_last_error();
+}
+
+// A free of a host address or of a pointer into a block was counted and passed to cudaFreeAsync,
+// whose error the resource's noexcept deallocate swallowed: allocated_bytes went to 2^64 - 8192,
+// deallocations to 3 for 1, and every resource choice was refused from then on ("device 0 still
+// has -8192 bytes allocated"), with rmm_next_last_error empty. Such frees are refused and named;
+// nothing is counted, nothing reaches the driver, and the device's resource can be changed once its
+// block is freed. A negative size counts as a failed allocation.
+TEST_F(AllocatorPlugin, FreesOfPointersItDidNotHandOutAreRefusedAndCountNothing)
+{
+  rmm_next::test::stream_guard stream;
+  rmm_next_statistics const before = statistics();
+  void* const p                    = rmm_next_torch_alloc(4096, 0, stream);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  int host{};
+  rmm_next_torch_free(&host, 4096, 0, stream);
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_torch_free"));
+  rmm_next_torch_free(static_cast<char*>(p) + 256, 4096, 0, stream);
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_torch_free"));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  rmm_next_statistics const during = statistics();
+  EXPECT_EQ(during.deallocations, before.deallocations);
+  EXPECT_EQ(during.allocated_bytes, 4096U);
+  rmm_next_torch_free(p, 4096, 0, stream);
+  rmm_next_torch_free(p, 4096, 0, stream);  // a second free of the block
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_torch_free"));
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(rmm_next_torch_alloc(-1, 0, stream), nullptr);
+  rmm_next_statistics const after = statistics();
+  EXPECT_EQ(after.deallocations, before.deallocations + 1);
+  EXPECT_EQ(after.allocated_bytes, 0U);
+  EXPECT_EQ(after.failed_allocations, before.failed_allocations + 1);
+  EXPECT_EQ(rmm_next_use_owned_pool(0, nullptr), 0) << rmm_next_last_error();
+  EXPECT_EQ(statistics().resource_kind, rmm_next_resource_owned_pool);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST_F(AllocatorPlugin, ThreadCacheServesRepeatsAndReleasesOnDemand)
@@ -268,9 +325,9 @@ TEST_F(AllocatorPlugin, CupyMemoryOfAForgottenStreamIsFreedOnTheDefaultStream)
   rmm_next_cupy_free(nullptr, p, 0);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  // A pointer the table does not know is refused, not freed.
+  // Freed already: refused, not freed again.
   rmm_next_cupy_free(nullptr, p, 0);
-  EXPECT_NE(std::string{rmm_next_last_error()}.find("not allocated by"), std::string::npos);
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_cupy_free"));
 }
 
 TEST_F(AllocatorPlugin, ReleasingAndForgettingLeaveAnotherThreadsCaptureIntact)
@@ -405,7 +462,11 @@ TEST_F(AllocatorPlugin, VmmBlocksLieInSegmentsAndOtherOptionsAreRefusedAfterward
   EXPECT_EQ(v.segment_count, 2U) << "segments stay mapped for the process";
   int dummy{};  // host memory: in no segment, refused
   rmm_next_vmm_free(&dummy, 4, 0, stream);
-  EXPECT_NE(std::string{rmm_next_last_error()}.find("no segment of device 0"), std::string::npos);
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_vmm_free"));
+  rmm_next_vmm_free(a, bytes, 0, stream);  // freed already: refused, not counted
+  EXPECT_EQ(std::string{rmm_next_last_error()}, not_handed_out("rmm_next_vmm_free"));
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &v), 0);
+  EXPECT_EQ(v.deallocations, 4U);
 }
 
 // ---- Captures on another thread, in each mode --------------------------------------------------
@@ -587,6 +648,136 @@ TEST_F(AllocatorPlugin, CallsOnTheCapturedStreamBecomeNodesOrWaitInEveryMode)
     rmm_next_torch_free(segment, segment_bytes, 0, captured);
     EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
   }
+}
+
+// ---- The vmm_resource's blocks beside captures and after fork ---------------------------------
+// After VmmBlocksLieInSegmentsAndOtherOptionsAreRefusedAfterwards, which configures the resource.
+
+// The capturing thread frees a vmm_resource block on the captured stream, in each mode (the plugin
+// refused this, "free it outside the capture"): the capture ends intact, the block stays out of use
+// until the graph has run past the free, and is handed out again after that, holding what the
+// graph wrote before the free.
+TEST_F(AllocatorPlugin, AVmmFreeOnTheCapturedStreamIsTheGraphsInEveryMode)
+{
+  rmm_next::test::stream_guard stream;
+  constexpr std::size_t bytes = std::size_t{1} << 20;
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    void* const block = rmm_next_vmm_alloc(bytes, 0, stream);
+    ASSERT_NE(block, nullptr) << rmm_next_last_error();
+    rmm_next_vmm_statistics const before = vmm_statistics();
+    cudaGraph_t graph{};
+    ASSERT_EQ(cudaStreamBeginCapture(stream, mode), cudaSuccess);
+    EXPECT_EQ(cudaMemsetAsync(block, 0x3c, bytes, stream), cudaSuccess);  // its last use
+    rmm_next_vmm_free(block, bytes, 0, stream);
+    cudaError_t const ended = cudaStreamEndCapture(stream, &graph);
+    ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended) << ": " << rmm_next_last_error();
+    rmm_next_vmm_statistics const during = vmm_statistics();
+    EXPECT_EQ(during.deallocations, before.deallocations + 1) << rmm_next_last_error();
+    EXPECT_EQ(during.allocated_bytes, before.allocated_bytes - bytes);
+    void* const other = rmm_next_vmm_alloc(bytes, 0, stream);  // the graph has not run yet
+    ASSERT_NE(other, nullptr) << rmm_next_last_error();
+    EXPECT_NE(other, block);
+    cudaGraphExec_t exec{};
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    void* const again = rmm_next_vmm_alloc(bytes, 0, stream);  // past the free: the block
+    EXPECT_EQ(again, block);
+    std::vector<unsigned char> host(bytes);
+    ASSERT_EQ(cudaMemcpy(host.data(), again, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::count(host.begin(), host.end(), 0x3c), static_cast<std::ptrdiff_t>(bytes));
+    rmm_next_vmm_free(again, bytes, 0, stream);
+    rmm_next_vmm_free(other, bytes, 0, stream);
+    EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(vmm_statistics().allocated_bytes, before.allocated_bytes - bytes);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// Another thread captures, in each mode, while this one frees vmm_resource blocks (on a stream of
+// its own and on the legacy default stream), makes a new segment and takes a freed block again
+// (its fence waited for on the host). None of it touches the capture: it ends, and its graph runs.
+TEST_F(AllocatorPlugin, VmmCallsLeaveAnotherThreadsCaptureIntactInEveryMode)
+{
+  rmm_next::test::stream_guard own;
+  constexpr std::size_t bytes = std::size_t{1} << 20;
+  constexpr std::size_t large = std::size_t{80} << 20;  // larger than any segment: a new one
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    void* const first  = rmm_next_vmm_alloc(bytes, 0, own);
+    void* const second = rmm_next_vmm_alloc(bytes, 0, own);
+    ASSERT_NE(first, nullptr) << rmm_next_last_error();
+    ASSERT_NE(second, nullptr) << rmm_next_last_error();
+    ASSERT_EQ(cudaMemsetAsync(first, 1, bytes, own), cudaSuccess);
+    rmm_next_vmm_statistics const before = vmm_statistics();
+    rmm_next::test::capture_elsewhere capture{mode};
+    rmm_next_vmm_free(first, bytes, 0, own);                // a fence on an eager stream
+    rmm_next_vmm_free(second, bytes, 0, nullptr);           // the legacy default stream of device 0
+    void* const fresh = rmm_next_vmm_alloc(large, 0, own);  // cuMemCreate and map beside it
+    EXPECT_NE(fresh, nullptr) << rmm_next_last_error();
+    void* const reused = rmm_next_vmm_alloc(bytes, 0, own);  // waits for a fence on the host
+    EXPECT_NE(reused, nullptr) << rmm_next_last_error();
+    rmm_next_vmm_free(reused, bytes, 0, own);
+    rmm_next_vmm_free(fresh, large, 0, own);
+    rmm_next_vmm_statistics const during = vmm_statistics();
+    EXPECT_GE(rmm_next_vmm_segments(0, nullptr, nullptr, 0), 2);
+    EXPECT_EQ(capture.end(), "");
+    EXPECT_EQ(during.allocations, before.allocations + 2);
+    EXPECT_EQ(during.deallocations, before.deallocations + 4);
+    EXPECT_EQ(during.failed_allocations, before.failed_allocations);
+    EXPECT_EQ(during.allocated_bytes, before.allocated_bytes - 2 * bytes);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// A child forked after the parent used the plugin is refused every call that needs its state, the
+// frees of the parent's blocks included ("forked"), and touches nothing of the parent's: the
+// parent then frees both blocks once, and a vmm_resource block freed in the parent comes back.
+TEST_F(AllocatorPlugin, AForkedChildIsRefusedThePluginAndTheParentGoesOn)
+{
+  constexpr std::size_t bytes = std::size_t{1} << 20;
+  void* const p               = rmm_next_torch_alloc(4096, 0, nullptr);
+  void* const v               = rmm_next_vmm_alloc(bytes, 0, nullptr);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  ASSERT_NE(v, nullptr) << rmm_next_last_error();
+  rmm_next_statistics const before         = statistics();
+  rmm_next_vmm_statistics const vmm_before = vmm_statistics();
+  std::fflush(nullptr);
+  pid_t const pid = ::fork();
+  if (pid == 0) {
+    auto const refused = [] {
+      return std::string{rmm_next_last_error()}.find("forked") != std::string::npos;
+    };
+    int failed = 0;
+    if (rmm_next_vmm_alloc(bytes, 0, nullptr) != nullptr || !refused()) { failed |= 1; }
+    rmm_next_vmm_free(v, bytes, 0, nullptr);
+    if (!refused()) { failed |= 2; }
+    rmm_next_torch_free(p, 4096, 0, nullptr);
+    if (!refused()) { failed |= 4; }
+    if (rmm_next_torch_alloc(4096, 0, nullptr) != nullptr || !refused()) { failed |= 8; }
+    ::_exit(failed);  // no exit handlers: the parent's CUDA state is not the child's to tear down
+  }
+  ASSERT_GT(pid, 0);
+  int status{};
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    << "child's failures (bits): " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  rmm_next_torch_free(p, 4096, 0, nullptr);
+  rmm_next_vmm_free(v, bytes, 0, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(statistics().deallocations, before.deallocations + 1);
+  rmm_next_vmm_statistics const vmm_after = vmm_statistics();
+  EXPECT_EQ(vmm_after.deallocations, vmm_before.deallocations + 1);
+  EXPECT_EQ(vmm_after.allocated_bytes, vmm_before.allocated_bytes - bytes);
+  void* const again = rmm_next_vmm_alloc(bytes, 0, nullptr);
+  EXPECT_NE(again, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemset(again, 0, bytes), cudaSuccess);
+  rmm_next_vmm_free(again, bytes, 0, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace

@@ -7,8 +7,9 @@
 // while captures run, over the fake CUDA runtime (linked into this program, it takes the place of
 // libcudart's functions for the plugin too), whose streams can be marked as captured. A free must
 // never record or wait on a stream that a capture other than its own holds: the driver refuses
-// such a cross-capture dependency, and the refusal invalidates the capture. And the capture mode
-// the plugin's queries run in.
+// such a cross-capture dependency, and the refusal invalidates the capture. Its fences are the
+// stream vocabulary's (driver events), never the runtime's. And the capture mode the plugin's
+// queries run in, and frees of vmm_resource blocks on a stream being captured.
 
 #include "support/fake_cuda_runtime.hpp"
 
@@ -18,9 +19,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -41,9 +45,50 @@ rmm_next_statistics statistics()
   return s;
 }
 
+rmm_next_vmm_statistics vmm_statistics()
+{
+  rmm_next_vmm_statistics s{};
+  EXPECT_EQ(rmm_next_vmm_get_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
 fake::stream_record& record(cudaStream_t stream)
 {
   return *reinterpret_cast<fake::stream_record*>(stream);
+}
+
+/** @brief How many entries of `log` (one of the fake's event logs) name `stream` at `Index`. */
+template <std::size_t Index, class Log>
+int naming(Log const& log, cudaStream_t stream)
+{
+  std::lock_guard const lock{fake::event_mutex()};
+  return static_cast<int>(std::count_if(log.begin(), log.end(), [stream](auto const& entry) {
+    return std::get<Index>(entry) == stream;
+  }));
+}
+
+/** @brief Fences (driver events) recorded on `stream` so far. */
+int fences_recorded_on(cudaStream_t stream)
+{
+  return naming<1>(fake::fake().events.recorded, stream);
+}
+
+/** @brief Waits of `stream` on fences so far. */
+int fence_waits_of(cudaStream_t stream) { return naming<0>(fake::fake().events.waits, stream); }
+
+/** @brief Fences made and not yet destroyed. */
+int live_fences()
+{
+  std::lock_guard const lock{fake::event_mutex()};
+  return fake::fake().events.created - fake::fake().events.destroyed;
+}
+
+/** @brief No runtime event was recorded on or waited for by `stream`: only the vocabulary's. */
+void expect_no_runtime_events(cudaStream_t stream)
+{
+  EXPECT_EQ(record(stream).events_recorded, 0)
+    << "cudaEventRecord: not a fence of detail/stream.hpp";
+  EXPECT_EQ(record(stream).event_waits, 0) << "cudaStreamWaitEvent: not detail/stream.hpp's";
 }
 
 /** @brief A block allocated on `own` and recorded on `side`, two streams of device 0. */
@@ -62,9 +107,13 @@ struct recorded_block {
 TEST(RecordedStreams, AFreeOutsideACaptureWaitsForTheRecordedStreamAtOnce)
 {
   auto const [own, side, p] = recorded_block{};
+  int const fences_before   = live_fences();
   rmm_next_torch_free(p, bytes, 0, own);
-  EXPECT_EQ(record(side).events_recorded, 1);
-  EXPECT_EQ(record(own).event_waits, 1);
+  EXPECT_EQ(fences_recorded_on(side), 1);
+  EXPECT_EQ(fence_waits_of(own), 1);
+  EXPECT_EQ(live_fences(), fences_before);  // the fence went once the wait was queued
+  expect_no_runtime_events(side);
+  expect_no_runtime_events(own);
   rmm_next_statistics const s = statistics();
   EXPECT_EQ(s.deferred_frees, 0U);
   EXPECT_EQ(s.allocated_bytes, 0U);
@@ -77,17 +126,20 @@ TEST(RecordedStreams, AFreeWaitsForTheEndOfACaptureThatHoldsARecordedStream)
   auto const [own, side, p] = recorded_block{};
   record(side).capture_id   = 7;  // another thread begins a capture on it
   rmm_next_torch_free(p, bytes, 0, own);
-  EXPECT_EQ(record(side).events_recorded, 0);  // the captured stream was not touched
-  EXPECT_EQ(record(own).event_waits, 0);
+  EXPECT_EQ(fences_recorded_on(side), 0);  // the captured stream was not touched
+  EXPECT_EQ(fence_waits_of(own), 0);
   rmm_next_statistics held = statistics();  // the capture still runs: nothing is released
   EXPECT_EQ(held.deferred_frees, 1U);
   EXPECT_EQ(held.allocated_bytes, bytes);
+  EXPECT_FALSE(record(side).capture_invalidated);
   record(side).capture_id        = 0;  // the capture has ended
   rmm_next_statistics const done = statistics();
   EXPECT_EQ(done.deferred_frees, 0U);
   EXPECT_EQ(done.allocated_bytes, 0U);
-  EXPECT_EQ(record(side).events_recorded, 1);
-  EXPECT_EQ(record(own).event_waits, 1);
+  EXPECT_EQ(fences_recorded_on(side), 1);
+  EXPECT_EQ(fence_waits_of(own), 1);
+  expect_no_runtime_events(side);
+  expect_no_runtime_events(own);
 }
 
 // A free node of capture 5 may wait for streams of capture 5 only: a recorded stream of capture 7
@@ -104,10 +156,14 @@ TEST(RecordedStreams, AFreeDuringACaptureWaitsOnlyForStreamsOfTheSameCapture)
   ASSERT_NE(p, nullptr) << rmm_next_last_error();
   rmm_next_torch_record_stream(p, same);
   rmm_next_torch_record_stream(p, other);
-  rmm_next_torch_free(p, bytes, 0, own);  // a free node of 5
-  EXPECT_EQ(record(same).events_recorded, 1);
-  EXPECT_EQ(record(other).events_recorded, 0);
-  EXPECT_EQ(record(own).event_waits, 1);
+  rmm_next_torch_free(p, bytes, 0, own);   // a free node of 5
+  EXPECT_EQ(fences_recorded_on(same), 1);  // a node of capture 5, joined by the free's stream
+  EXPECT_EQ(fences_recorded_on(other), 0);
+  EXPECT_EQ(fence_waits_of(own), 1);
+  for (cudaStream_t const s : {own, same, other}) {
+    EXPECT_FALSE(record(s).capture_invalidated);
+    expect_no_runtime_events(s);
+  }
   record(own).capture_id      = 0;
   record(same).capture_id     = 0;
   record(other).capture_id    = 0;
@@ -147,6 +203,40 @@ TEST(CaptureModes, TheInformationCallsQueryTheDriverInRelaxedMode)
   ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mine), cudaSuccess);
   EXPECT_EQ(mine, cudaStreamCaptureModeGlobal);
   rmm_next_deallocate(p, bytes, 0, nullptr);
+}
+
+// rmm_next_vmm_free on a stream being captured was refused ("the block is kept, free it outside
+// the capture"), a second answer beside vmm_resource's own. It is forwarded now: the free is the
+// graph's. The capture goes on intact, the block stays out of use until the graph runs past the
+// free (a host node), and is handed out again after that.
+TEST(VmmCaptures, AFreeOnACapturingStreamIsTheGraphsAndItsBlockComesBackWhenTheGraphRuns)
+{
+  constexpr std::size_t vmm_bytes      = std::size_t{1} << 20;
+  constexpr unsigned long long capture = 11;
+  cudaStream_t const s                 = fake::make_stream(0);
+  void* const block                    = rmm_next_vmm_alloc(vmm_bytes, 0, s);
+  ASSERT_NE(block, nullptr) << rmm_next_last_error();
+  rmm_next_vmm_statistics const before = vmm_statistics();
+  record(s).capture_id                 = capture;  // the capture begins
+  rmm_next_vmm_free(block, vmm_bytes, 0, s);
+  rmm_next_vmm_statistics const during = vmm_statistics();
+  EXPECT_EQ(during.deallocations, before.deallocations + 1) << rmm_next_last_error();
+  EXPECT_EQ(during.allocated_bytes, before.allocated_bytes - vmm_bytes);
+  EXPECT_FALSE(record(s).capture_invalidated);
+  EXPECT_EQ(fake::fake().graphs[capture].host_nodes.size(), 1U);
+  record(s).capture_id = 0;                                    // the capture ended
+  void* const other    = rmm_next_vmm_alloc(vmm_bytes, 0, s);  // not run yet: another block
+  ASSERT_NE(other, nullptr) << rmm_next_last_error();
+  EXPECT_NE(other, block);
+  fake::run_graph(capture);  // a launch runs past the free
+  void* const again = rmm_next_vmm_alloc(vmm_bytes, 0, s);
+  EXPECT_EQ(again, block);
+  rmm_next_vmm_free(other, vmm_bytes, 0, s);
+  rmm_next_vmm_free(again, vmm_bytes, 0, s);
+  fake::destroy_graph(capture);
+  rmm_next_vmm_statistics const after = vmm_statistics();
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes - vmm_bytes);
+  EXPECT_EQ(after.deallocations, before.deallocations + 3);
 }
 
 }  // namespace

@@ -3,15 +3,17 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// librmm_next_allocator.so without a GPU: its bookkeeping (pointer table, per-thread counters,
-// deferred frees) and the C interface's behaviour when no driver or device exists.
+// librmm_next_allocator.so without a GPU: its bookkeeping (the live allocations, per-thread
+// counters, the live bytes' peak, deferred frees) and the C interface's behaviour when no driver or
+// device exists.
 
-#include "allocation_table.hpp"
+#include "live_allocations.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
 #include "vmm_devices.hpp"
 
 #include <rmm_next/allocator_plugin.h>
+#include <rmm_next/detail/peak_counter.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -31,36 +34,128 @@ using namespace rmm_next::plugin;
 void* address(std::uintptr_t n) { return reinterpret_cast<void*>(n); }
 cudaStream_t stream(std::uintptr_t n) { return reinterpret_cast<cudaStream_t>(n); }
 
-TEST(AllocationTable, KeepsSizeStreamAndDeviceUntilTaken)
+allocation_record record_of(std::size_t bytes, cudaStream_t on, int device)
 {
-  allocation_table table;
-  table.insert(address(0x1000), {100, stream(0x10), 0});
-  table.insert(address(0x2000), {200, stream(0x20), 1});
-  EXPECT_EQ(table.size(), 2U);
-  auto const a = table.take(address(0x1000));
+  return allocation_record{.bytes = bytes, .stream = on, .device = device, .users = {}};
+}
+
+TEST(LiveAllocations, KeepEachRecordUntilItIsTakenOnce)
+{
+  live_allocations live;
+  EXPECT_FALSE(live.insert(address(0x1000), record_of(100, stream(0x10), 0)).has_value());
+  EXPECT_FALSE(live.insert(address(0x2000), record_of(200, stream(0x20), 1)).has_value());
+  EXPECT_EQ(live.size(), 2U);
+  EXPECT_EQ(live.bytes(), 300U);
+  auto const a = live.take(address(0x1000));
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->bytes, 100U);
   EXPECT_EQ(a->stream, stream(0x10));
   EXPECT_EQ(a->device, 0);
-  EXPECT_FALSE(table.take(address(0x1000)).has_value());  // taken once
-  EXPECT_FALSE(table.take(address(0x3000)).has_value());  // never inserted
-  EXPECT_EQ(table.size(), 1U);
+  EXPECT_FALSE(live.take(address(0x1000)).has_value());  // taken once
+  EXPECT_FALSE(live.take(address(0x1100)).has_value());  // inside no block's start
+  EXPECT_FALSE(live.take(address(0x3000)).has_value());  // never inserted
+  EXPECT_EQ(live.size(), 1U);
+  EXPECT_EQ(live.bytes(), 200U);
+  EXPECT_TRUE(live.erase(address(0x2000)));
+  EXPECT_FALSE(live.erase(address(0x2000)));
+  EXPECT_EQ(live.bytes(), 0U);
 }
 
-TEST(AllocationTable, RestreamMovesOnlyThatStreamsRecordsAndNamesTheirDevices)
+// A pointer handed out again without a free seen (the resource was given it back behind the
+// registry's back): the new record replaces the old, which the insert returns, and the sum of the
+// bytes follows.
+TEST(LiveAllocations, AnInsertOfALivePointerReplacesAndReturnsItsRecord)
 {
-  allocation_table table;
+  live_allocations live;
+  (void)live.insert(address(0x1000), record_of(100, stream(0x10), 0));
+  auto const replaced = live.insert(address(0x1000), record_of(40, stream(0x20), 1));
+  ASSERT_TRUE(replaced.has_value());
+  EXPECT_EQ(replaced->bytes, 100U);
+  EXPECT_EQ(live.size(), 1U);
+  EXPECT_EQ(live.bytes(), 40U);
+  EXPECT_EQ(live.take(address(0x1000))->device, 1);
+}
+
+TEST(LiveAllocations, TakeIfLeavesARefusedRecordLive)
+{
+  live_allocations live;
+  allocation_record vmm = record_of(100, stream(0x10), 0);
+  vmm.by                = served_by::vmm_resource;
+  (void)live.insert(address(0x1000), std::move(vmm));
+  auto const pool_only = [](allocation_record const& r) {
+    return r.by == served_by::device_resource;
+  };
+  EXPECT_FALSE(live.take_if(address(0x1000), pool_only).has_value());
+  EXPECT_EQ(live.size(), 1U);
+  EXPECT_FALSE(live.take_if(address(0x2000), pool_only).has_value());
+  auto const taken =
+    live.take_if(address(0x1000), [](allocation_record const& r) { return r.bytes == 100; });
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->by, served_by::vmm_resource);
+  EXPECT_EQ(live.size(), 0U);
+}
+
+TEST(LiveAllocations, UpdateChangesOnlyALiveRecord)
+{
+  live_allocations live;
+  auto const record_on = [](cudaStream_t s) {
+    return [s](allocation_record& r) { r.users.push_back(s); };
+  };
+  EXPECT_FALSE(live.update(address(0x100), record_on(stream(0x10))));
+  EXPECT_EQ(live.size(), 0U);  // nothing made for an unknown pointer
+  (void)live.insert(address(0x100), record_of(8, stream(0x1), 0));
+  EXPECT_TRUE(live.update(address(0x100), record_on(stream(0x10))));
+  EXPECT_TRUE(live.update(address(0x100), record_on(stream(0x20))));
+  auto const r = live.take(address(0x100));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->users, (std::vector<cudaStream_t>{stream(0x10), stream(0x20)}));
+}
+
+TEST(LiveAllocations, ForEachReachesEveryRecordToChangeIt)
+{
+  live_allocations live;
   for (std::uintptr_t i = 0; i < 1000; ++i) {
-    table.insert(address(0x10000 + i * 256), {i, stream(i % 2 == 0 ? 0x10 : 0x20), int(i % 3)});
+    (void)live.insert(address(0x10000 + i * 256),
+                      record_of(i, stream(i % 2 == 0 ? 0x10 : 0x20), int(i % 3)));
   }
-  std::uint64_t const devices = table.restream(stream(0x10), stream(0x1));
-  EXPECT_EQ(devices, 0b111U);
+  std::size_t visited = 0;
+  live.for_each([&](void*, allocation_record& r) {
+    ++visited;
+    if (r.stream == stream(0x10)) { r.stream = stream(0x1); }
+  });
+  EXPECT_EQ(visited, 1000U);
   for (std::uintptr_t i = 0; i < 1000; ++i) {
-    auto const r = table.take(address(0x10000 + i * 256));
+    auto const r = live.take(address(0x10000 + i * 256));
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->stream, stream(i % 2 == 0 ? 0x1 : 0x20));
   }
-  EXPECT_EQ(table.restream(stream(0x10), stream(0x1)), 0U);
+}
+
+// Threads allocate and free at once, each its own pointers: every record is found once, and the
+// count and the sum of bytes are exact afterwards.
+TEST(LiveAllocations, ThreadsInsertAndTakeAtOnceAndTheSumsStayExact)
+{
+  live_allocations live;
+  constexpr std::uintptr_t threads    = 8;
+  constexpr std::uintptr_t per_thread = 2000;
+  std::atomic<std::size_t> missing{0};
+  std::vector<std::thread> workers;
+  for (std::uintptr_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (std::uintptr_t i = 0; i < per_thread; ++i) {
+        (void)live.insert(address((t * per_thread + i + 1) * 256), record_of(3, stream(t), 0));
+      }
+      for (std::uintptr_t i = 0; i < per_thread; i += 2) {  // every other one freed
+        if (!live.take(address((t * per_thread + i + 1) * 256))) { missing.fetch_add(1); }
+      }
+    });
+  }
+  for (auto& w : workers) {
+    w.join();
+  }
+  EXPECT_EQ(missing.load(), 0U);
+  EXPECT_EQ(live.size(), threads * per_thread / 2);
+  EXPECT_EQ(live.bytes(), 3 * threads * per_thread / 2);
 }
 
 TEST(Counters, ThreadsCountApartAndSumsSurviveThreadExit)
@@ -147,39 +242,39 @@ TEST(Counters, ACountAfterTheThreadsBlockWentBackLeavesOtherThreadsBlocksAlone)
   EXPECT_EQ(registry.totals(0).deallocations, 2U);  // both counts of the exiting thread
 }
 
-TEST(LiveBytesPeak, KeepsTheHighestLiveTotalUntilReset)
+TEST(PeakCounter, KeepsTheHighestLevelUntilReset)
 {
-  live_bytes_peak p;
+  rmm_next::detail::peak_counter p;
   p.add(100);
   p.add(50);
   p.sub(120);
-  EXPECT_EQ(p.peak(), 150U);
-  EXPECT_EQ(p.live.load(), 30);
-  p.reset();  // from the bytes live now
-  EXPECT_EQ(p.peak(), 30U);
+  EXPECT_EQ(p.peak(), 150);
+  EXPECT_EQ(p.current(), 30);
+  p.reset_peak();  // from the level now
+  EXPECT_EQ(p.peak(), 30);
   p.add(10);
-  EXPECT_EQ(p.peak(), 40U);
+  EXPECT_EQ(p.peak(), 40);
   p.sub(40);
-  EXPECT_EQ(p.peak(), 40U);
-  p.reset();
-  EXPECT_EQ(p.peak(), 0U);
+  EXPECT_EQ(p.peak(), 40);
+  p.reset_peak();
+  EXPECT_EQ(p.peak(), 0);
 }
 
 // Threads each hold `held` bytes at once at some point; the peak is at least one thread's hold and
-// at most all of them together, and what is live at the end is exact.
-TEST(LiveBytesPeak, ThreadsRaiseOneSharedWatermark)
+// at most all of them together, and the level at the end is exact.
+TEST(PeakCounter, ThreadsRaiseOneSharedWatermark)
 {
-  live_bytes_peak p;
-  constexpr int threads        = 8;
-  constexpr std::uint64_t held = 1000;
+  rmm_next::detail::peak_counter p;
+  constexpr int threads       = 8;
+  constexpr std::int64_t held = 1000;
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&p] {
       for (int round = 0; round < 200; ++round) {
-        for (std::uint64_t i = 0; i < held / 10; ++i) {
+        for (std::int64_t i = 0; i < held / 10; ++i) {
           p.add(10);
         }
-        for (std::uint64_t i = 0; i < held / 10; ++i) {
+        for (std::int64_t i = 0; i < held / 10; ++i) {
           p.sub(10);
         }
       }
@@ -191,21 +286,9 @@ TEST(LiveBytesPeak, ThreadsRaiseOneSharedWatermark)
   }
   EXPECT_GE(p.peak(), held);
   EXPECT_LE(p.peak(), threads * held + threads * 7);
-  EXPECT_EQ(p.live.load(), threads * 7);
-  p.reset();
-  EXPECT_EQ(p.peak(), threads * 7U);
-}
-
-TEST(RarePointerMap, TakesWhatWasPutOnce)
-{
-  rare_pointer_map<std::vector<cudaStream_t>> map;
-  EXPECT_FALSE(map.take(address(0x100)).has_value());
-  map.update(address(0x100), [](auto& v) { v.push_back(stream(0x10)); });
-  map.update(address(0x100), [](auto& v) { v.push_back(stream(0x20)); });
-  auto const users = map.take(address(0x100));
-  ASSERT_TRUE(users.has_value());
-  EXPECT_EQ(users->size(), 2U);
-  EXPECT_FALSE(map.take(address(0x100)).has_value());
+  EXPECT_EQ(p.current(), threads * 7);
+  p.reset_peak();
+  EXPECT_EQ(p.peak(), threads * 7);
 }
 
 class WithoutDevice : public ::testing::Test {
@@ -223,7 +306,7 @@ class WithoutDevice : public ::testing::Test {
 TEST_F(WithoutDevice, DeferredFreesAreReadyWhenNothingCaptures)
 {
   deferred_frees deferred;
-  deferred.push({address(0x100), 10, 0, stream(0x10), source::torch});
+  deferred.push({address(0x100), stream(0x10), record_of(10, stream(0x10), 0)});
   EXPECT_EQ(deferred.count(), 1U);
   EXPECT_EQ(deferred.take_ready().size(), 1U);
   EXPECT_EQ(deferred.count(), 0U);

@@ -464,6 +464,50 @@ TEST_F(Tracing, AForkedChildStartsUntracedAndCannotAllocate)
   std::filesystem::remove(child_path);
 }
 
+// A child forked after the plugin made its state is refused every block, the parent's included:
+// the plugin's fork state is the library's (detail::forked_after_cuda), set by its fork handler,
+// for the per-device resource's blocks and the vmm_resource's alike. The parent frees both
+// afterwards, counted once each.
+TEST_F(Tracing, AForkedChildIsRefusedTheParentsBlocksOfEveryKind)
+{
+  void* const p = rmm_next_allocate(4096, 0, nullptr);
+  void* const v = rmm_next_vmm_alloc(4096, 0, nullptr);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  ASSERT_NE(v, nullptr) << rmm_next_last_error();
+  rmm_next_statistics before{};
+  rmm_next_vmm_statistics vmm_before{};
+  ASSERT_EQ(rmm_next_get_statistics(0, &before), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &vmm_before), 0) << rmm_next_last_error();
+  int const status = in_forked_child([p, v] {
+    auto const refused = [](char const* what) {
+      if (std::string{rmm_next_last_error()}.find("forked") != std::string::npos) { return 0; }
+      std::fprintf(stderr, "child, %s: %s\n", what, rmm_next_last_error());
+      return 1;
+    };
+    int failed = 0;
+    failed |= rmm_next_vmm_alloc(4096, 0, nullptr) != nullptr ? 1 : refused("vmm_alloc");
+    rmm_next_vmm_free(v, 4096, 0, nullptr);
+    failed |= refused("vmm_free") << 1;
+    rmm_next_deallocate(p, 4096, 0, nullptr);
+    failed |= refused("deallocate") << 2;
+    rmm_next_vmm_statistics stats{};
+    failed |= (rmm_next_vmm_get_statistics(0, &stats) != -1 ? 1 : refused("vmm_get_statistics"))
+              << 3;
+    return failed;
+  });
+  EXPECT_TRUE(exited_with_zero(status)) << describe(status);
+  rmm_next_deallocate(p, 4096, 0, nullptr);
+  rmm_next_vmm_free(v, 4096, 0, nullptr);
+  rmm_next_statistics after{};
+  rmm_next_vmm_statistics vmm_after{};
+  ASSERT_EQ(rmm_next_get_statistics(0, &after), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_vmm_get_statistics(0, &vmm_after), 0) << rmm_next_last_error();
+  EXPECT_EQ(after.deallocations, before.deallocations + 1);
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes - 4096);
+  EXPECT_EQ(vmm_after.deallocations, vmm_before.deallocations + 1);
+  EXPECT_EQ(vmm_after.allocated_bytes, vmm_before.allocated_bytes - 4096);
+}
+
 // Another thread of the parent is inside the log at the fork, holding its lock: its write to a
 // pipe nobody reads blocks. The child's exit must not wait for that lock (the thread does not
 // exist in the child); the parent's log then loses no line.

@@ -17,6 +17,13 @@
  *
  * Streams: `0` is the legacy default stream. A device of -1 means the current device, except in
  * the resource-choice functions, where it means every device.
+ *
+ * Frees: the library records every block it hands out, from every allocation function, and a free
+ * uses the size, device (and for CuPy the stream) recorded then. A free of anything else (a host
+ * address, a pointer into a block, a block freed already, a block of the other kind: the
+ * `rmm_next_vmm_*` functions' and the others' do not mix) is refused: nothing is freed or counted,
+ * and `rmm_next_last_error()` says "<function> was given a pointer this allocator did not hand out
+ * (or freed already); it is not freed".
  */
 
 #include <cuda_runtime_api.h>
@@ -96,7 +103,7 @@ int rmm_next_release_unused(int device);
  * failure (out of memory included). */
 void* rmm_next_allocate(size_t size, int device, cudaStream_t stream);
 
-/** @brief Frees `ptr` (from `rmm_next_allocate` with this `size`) in the order of `stream`. */
+/** @brief Frees `ptr` (from `rmm_next_allocate`) in the order of `stream`. */
 void rmm_next_deallocate(void* ptr, size_t size, int device, cudaStream_t stream);
 
 /* ---- PyTorch: torch.cuda.memory.CUDAPluggableAllocator ------------------------------------- */
@@ -112,7 +119,8 @@ void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream);
 void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 
 /** @brief PyTorch's record-stream hook (`Tensor.record_stream`): the free of `ptr` will wait for
- * the work queued on `stream` up to that free. */
+ * the work queued on `stream` up to that free. A pointer the library did not hand out is refused
+ * (`rmm_next_last_error`). */
 void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream);
 
 /** @brief PyTorch's reset hook (`torch.cuda.empty_cache()`): `rmm_next_release_unused(-1)`. */
@@ -164,7 +172,9 @@ typedef enum rmm_next_resource_kind {
 typedef struct rmm_next_statistics {
   uint64_t allocations;              /**< successful allocations, every framework */
   uint64_t deallocations;            /**< frees */
-  uint64_t failed_allocations;       /**< allocations that returned NULL */
+  uint64_t failed_allocations;       /**< allocation calls that returned NULL with a message: a bad
+                                          size as well as out of memory (0 bytes is no failure;
+                                          a device that does not exist is counted nowhere) */
   uint64_t allocated_bytes;          /**< bytes allocated and not yet freed */
   uint64_t total_allocated_bytes;    /**< bytes ever allocated */
   uint64_t torch_allocations;        /**< of `allocations`: through the PyTorch functions */
@@ -283,15 +293,17 @@ int rmm_next_vmm_configure(int device, rmm_next_vmm_options const* options);
 void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t stream);
 
 /** @brief Frees a block of `rmm_next_vmm_alloc` in the order of `stream` (0: the legacy default
- * stream of `device`): it is handed out again only after the work queued on `stream` so far. On a
- * stream being captured the block is kept, not freed (see `rmm_next_last_error`). */
+ * stream of the block's device): it is handed out again only after the work queued on `stream` so
+ * far. On a stream being captured, in any capture mode, the free is the graph's: the block is
+ * handed out again once the graph has run past the free (never, for a graph destroyed without
+ * running). */
 void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 
 /** @brief The state of one device's `vmm_resource`. */
 typedef struct rmm_next_vmm_statistics {
   uint64_t allocations;        /**< successful `rmm_next_vmm_alloc` calls */
   uint64_t deallocations;      /**< `rmm_next_vmm_free` calls */
-  uint64_t failed_allocations; /**< allocations that returned NULL */
+  uint64_t failed_allocations; /**< allocation calls that returned NULL with a message */
   uint64_t allocated_bytes;    /**< bytes handed out and not freed (each rounded up to 256) */
   uint64_t segment_count;      /**< segments mapped */
   uint64_t segment_bytes;      /**< their bytes */

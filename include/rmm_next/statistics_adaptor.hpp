@@ -11,6 +11,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/peak_counter.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
@@ -66,8 +67,8 @@ class allocation_counters {
 
   void record_deallocation(std::size_t bytes) noexcept
   {
-    bytes_.current.fetch_sub(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
-    allocations_.current.fetch_sub(1, std::memory_order_relaxed);
+    bytes_.level.sub(static_cast<std::int64_t>(bytes));
+    allocations_.level.sub(1);
   }
 
   [[nodiscard]] allocation_statistics snapshot() const noexcept
@@ -79,8 +80,8 @@ class allocation_counters {
   void reset_peak() noexcept
   {
     std::lock_guard const lock{levels_mutex_};
-    restart_peak(bytes_);
-    restart_peak(allocations_);
+    bytes_.level.reset_peak();
+    allocations_.level.reset_peak();
   }
 
   /** @brief Starts a level at zero; returns the counters of the level below, as they were. */
@@ -89,8 +90,8 @@ class allocation_counters {
     std::lock_guard const lock{levels_mutex_};
     allocation_statistics const below = top();
     levels_.push_back({start_of(bytes_), start_of(allocations_)});
-    restart_peak(bytes_);
-    restart_peak(allocations_);
+    bytes_.level.reset_peak();
+    allocations_.level.reset_peak();
     return below;
   }
 
@@ -107,15 +108,14 @@ class allocation_counters {
     allocation_statistics const popped = top();
     level const ended                  = levels_.back();
     levels_.pop_back();
-    raise_peak(bytes_, ended.bytes.peak);
-    raise_peak(allocations_, ended.allocations.peak);
+    bytes_.level.raise_peak(ended.bytes.peak);
+    allocations_.level.raise_peak(ended.allocations.peak);
     return popped;
   }
 
  private:
   struct counter {
-    std::atomic<std::int64_t> current{0};
-    std::atomic<std::int64_t> peak{0};
+    peak_counter level;
     std::atomic<std::int64_t> total{0};
   };
 
@@ -132,36 +132,22 @@ class allocation_counters {
     start allocations;
   };
 
-  static void raise_peak(counter& c, std::int64_t value) noexcept
-  {
-    std::int64_t peak = c.peak.load(std::memory_order_relaxed);
-    while (value > peak && !c.peak.compare_exchange_weak(peak, value, std::memory_order_relaxed)) {}
-  }
-
   static void raise(counter& c, std::int64_t n) noexcept
   {
     c.total.fetch_add(n, std::memory_order_relaxed);
-    raise_peak(c, c.current.fetch_add(n, std::memory_order_relaxed) + n);
+    c.level.add(n);
   }
 
   static start start_of(counter const& c) noexcept
   {
-    return {c.current.load(std::memory_order_relaxed),
-            c.total.load(std::memory_order_relaxed),
-            c.peak.load(std::memory_order_relaxed)};
+    return {c.level.current(), c.total.load(std::memory_order_relaxed), c.level.peak()};
   }
 
   static allocation_counter read(counter const& c, start const& from) noexcept
   {
-    return {c.current.load(std::memory_order_relaxed) - from.current,
-            c.peak.load(std::memory_order_relaxed) - from.current,
+    return {c.level.current() - from.current,
+            c.level.peak() - from.current,
             c.total.load(std::memory_order_relaxed) - from.total};
-  }
-
-  static void restart_peak(counter& c) noexcept
-  {
-    c.peak.store(c.current.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    raise_peak(c, c.current.load(std::memory_order_relaxed));  // an allocation in between
   }
 
   /** @brief The counters of the top level; `levels_mutex_` held. */

@@ -11,6 +11,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/forwarding_members.hpp>
 #include <rmm_next/detail/nvtx.hpp>
+#include <rmm_next/detail/pointer_registry.hpp>
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/stack_trace.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
@@ -19,7 +20,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -28,12 +28,10 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -59,7 +57,7 @@ struct tracked_allocation {
 
 namespace detail {
 
-/** @brief The live allocations of one `tracking_adaptor` and its copies, in shards by pointer. */
+/** @brief The live allocations of one `tracking_adaptor` and its copies. */
 class allocation_registry {
  public:
   explicit allocation_registry(tracking_options options) : options_{options} {}
@@ -80,44 +78,28 @@ class allocation_registry {
 
   void add(void* ptr, std::size_t bytes, std::size_t alignment, cudaStream_t stream)
   {
-    record entry{bytes,
-                 alignment,
-                 stream,
-                 std::this_thread::get_id(),
-                 std::chrono::system_clock::now(),
-                 options_.stack_traces ? stack_trace::capture() : stack_trace{}};
-    shard& s = shard_of(ptr);
-    std::lock_guard const lock{s.mutex};
-    auto const [it, inserted] = s.live.try_emplace(ptr, std::move(entry));
-    if (!inserted) {  // handed out again without a free seen here: the newer entry replaces it
-      s.bytes -= it->second.bytes;
-      it->second = std::move(entry);
-    }
-    s.bytes += bytes;
+    // Handed out again without a free seen here: the newer entry replaces the older.
+    (void)live_.insert(ptr,
+                       record{bytes,
+                              alignment,
+                              stream,
+                              std::this_thread::get_id(),
+                              std::chrono::system_clock::now(),
+                              options_.stack_traces ? stack_trace::capture() : stack_trace{}});
   }
 
   /** @brief False when `ptr` was not live here (counted as an untracked free). */
   bool remove(void* ptr) noexcept
   {
-    shard& s = shard_of(ptr);
-    std::lock_guard const lock{s.mutex};
-    auto const it = s.live.find(ptr);
-    if (it == s.live.end()) {
-      untracked_frees_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    s.bytes -= it->second.bytes;
-    s.live.erase(it);
-    return true;
+    if (live_.erase(ptr)) { return true; }
+    untracked_frees_.fetch_add(1, std::memory_order_relaxed);
+    return false;
   }
 
   [[nodiscard]] std::vector<tracked_allocation> outstanding() const
   {
     std::vector<std::pair<void*, record>> copies;
-    for (shard const& s : shards_) {
-      std::lock_guard const lock{s.mutex};
-      copies.insert(copies.end(), s.live.begin(), s.live.end());
-    }
+    live_.for_each([&](void* ptr, record const& r) { copies.emplace_back(ptr, r); });
     std::vector<tracked_allocation> list;
     list.reserve(copies.size());
     for (auto const& [ptr, r] : copies) {  // stacks become text outside the locks
@@ -132,14 +114,8 @@ class allocation_registry {
     return list;
   }
 
-  [[nodiscard]] std::size_t bytes() const noexcept
-  {
-    return sum([](shard const& s) { return s.bytes; });
-  }
-  [[nodiscard]] std::size_t count() const noexcept
-  {
-    return sum([](shard const& s) { return s.live.size(); });
-  }
+  [[nodiscard]] std::size_t bytes() const noexcept { return live_.bytes(); }
+  [[nodiscard]] std::size_t count() const noexcept { return live_.size(); }
   [[nodiscard]] std::size_t untracked_frees() const noexcept
   {
     return untracked_frees_.load(std::memory_order_relaxed);
@@ -184,32 +160,6 @@ class allocation_registry {
     stack_trace trace;
   };
 
-  struct alignas(64) shard {
-    mutable std::mutex mutex;
-    std::unordered_map<void*, record> live;
-    std::size_t bytes = 0;
-  };
-
-  static constexpr std::size_t shard_count = 64;
-
-  shard& shard_of(void* ptr) noexcept
-  {
-    // Allocations are at least 256-byte aligned and often far apart: mix the bits above.
-    auto const bits = reinterpret_cast<std::uintptr_t>(ptr);  // NOLINT
-    return shards_[((bits >> 8) ^ (bits >> 16) ^ (bits >> 24)) % shard_count];
-  }
-
-  template <class Of>
-  std::size_t sum(Of of) const noexcept
-  {
-    std::size_t total = 0;
-    for (shard const& s : shards_) {
-      std::lock_guard const lock{s.mutex};
-      total += of(s);
-    }
-    return total;
-  }
-
   /** @brief `2026-12-01 10:52:08.123456 UTC`. */
   static std::string utc_time(std::chrono::system_clock::time_point time)
   {
@@ -226,7 +176,7 @@ class allocation_registry {
   }
 
   tracking_options options_;
-  std::array<shard, shard_count> shards_{};
+  pointer_registry<record> live_;
   std::atomic<std::size_t> untracked_frees_{0};
 };
 

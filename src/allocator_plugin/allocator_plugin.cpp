@@ -6,9 +6,8 @@
 // librmm_next_allocator.so: the C functions of <rmm_next/allocator_plugin.h>. Every entry point
 // catches everything: failures become NULL / -1 and a message for rmm_next_last_error().
 
-#include "allocation_table.hpp"
 #include "device_choice.hpp"
-#include "fork_state.hpp"
+#include "live_allocations.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
 #include "tracing.hpp"
@@ -20,6 +19,7 @@
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -92,7 +94,7 @@ class plugin_state {
     : device_count{devices},
       slots_{std::make_unique<device_slot[]>(static_cast<std::size_t>(devices))},
       counters{static_cast<std::size_t>(devices)},
-      peaks{std::make_unique<live_bytes_peak[]>(static_cast<std::size_t>(devices))},
+      live{std::make_unique<live_bytes[]>(static_cast<std::size_t>(devices))},
       segment_streams_{std::make_unique<std::unique_ptr<detail::owned_stream>[]>(
         static_cast<std::size_t>(devices))},
       vmm_{std::make_unique<vmm_device[]>(static_cast<std::size_t>(devices))}
@@ -118,7 +120,7 @@ class plugin_state {
     if (!s.touched.load(std::memory_order_acquire)) {
       std::lock_guard lock{s.mutex};
       if (!s.touched.load(std::memory_order_relaxed)) {
-        s.apply(device, default_choice(), live_bytes(device), "the default choice");
+        s.apply(device, default_choice(), live_bytes_of(device), "the default choice");
         s.touched.store(true, std::memory_order_release);
       }
     }
@@ -150,7 +152,7 @@ class plugin_state {
     device         = resolve(device);
     device_slot& s = slot(device);
     std::lock_guard lock{s.mutex};
-    s.apply(device, choice, live_bytes(device), call);
+    s.apply(device, choice, live_bytes_of(device), call);
   }
 
   void forget_default_cache()
@@ -159,10 +161,15 @@ class plugin_state {
     default_.cache.reset();
   }
 
-  [[nodiscard]] std::int64_t live_bytes(int device) const
+  [[nodiscard]] std::int64_t live_bytes_of(int device) const
   {
-    count_totals const t = counters.totals(static_cast<std::size_t>(device));
-    return static_cast<std::int64_t>(t.bytes_allocated - t.bytes_freed);
+    return live[static_cast<std::size_t>(device)].bytes.current();
+  }
+
+  /** @brief The live bytes and peak of `device`. */
+  [[nodiscard]] detail::peak_counter& live_of(int device)
+  {
+    return live[static_cast<std::size_t>(device)].bytes;
   }
 
   /**
@@ -192,10 +199,8 @@ class plugin_state {
 
  public:
   counter_registry counters;
-  std::unique_ptr<live_bytes_peak[]> peaks;                      ///< per device
-  allocation_table table;                                        ///< CuPy's allocations
-  rare_pointer_map<unsigned long long> graph_allocations;        ///< pointer -> capture id
-  rare_pointer_map<std::vector<cudaStream_t>> recorded_streams;  ///< pointer -> user streams
+  std::unique_ptr<live_bytes[]> live;  ///< per device
+  live_allocations allocations;        ///< every allocation handed out, from every function
   deferred_frees deferred;
 
  private:
@@ -204,16 +209,13 @@ class plugin_state {
   std::unique_ptr<vmm_device[]> vmm_;
 };
 
-/** @brief The state once made (read by the fork handler, which must not make it). */
-std::atomic<plugin_state*> made_state{nullptr};
-
 /**
  * @brief The plugin's state; the first call that finds a driver makes it.
- * @throws cuda_error in a child forked after the parent made it (see `state_inherited_by_fork`).
+ * @throws cuda_error in a child forked after the parent made it (`detail::forked_after_cuda`).
  */
 plugin_state& state()
 {
-  if (state_inherited_by_fork().load(std::memory_order_relaxed)) {
+  if (detail::forked_after_cuda().load(std::memory_order_relaxed)) {
     throw cuda_error{
       cudaErrorInitializationError,
       detail::error_message(
@@ -225,7 +227,8 @@ plugin_state& state()
   }
   static plugin_state* const s = [] {
     auto* const made = new plugin_state{query_device_count()};
-    made_state.store(made, std::memory_order_release);
+    // After the runtime's first successful call: a child forked from now on is refused above.
+    detail::watch_runtime_teardown();
     return made;
   }();
   return *s;
@@ -241,14 +244,12 @@ namespace {
 std::atomic<tracing*> made_tracing{nullptr};
 
 /**
- * @brief The child's side of `fork()`, run in the child's only thread before `fork` returns there.
- * The parent's state is left untouched and unused; the child starts untraced.
+ * @brief The child's side of `fork()`, run in the child's only thread before `fork` returns there:
+ * the child starts untraced. (The parent's state is left untouched; the library's fork handler
+ * marks it unusable, `detail::forked_after_cuda`.)
  */
 void after_fork_in_child() noexcept
 {
-  if (made_state.load(std::memory_order_acquire) != nullptr) {
-    state_inherited_by_fork().store(true, std::memory_order_relaxed);
-  }
   if (tracing* const t = made_tracing.load(std::memory_order_acquire)) { t->forget_after_fork(); }
 }
 
@@ -298,31 +299,71 @@ namespace {
 
 // ---- Allocation and free --------------------------------------------------------------------
 
-void* allocate(source from, std::size_t bytes, int device, cudaStream_t stream)
+/** @brief Counts one failed allocation of `device` (not at all if the count cannot be made). */
+void count_failure(plugin_state& st, int device) noexcept
+{
+  try {
+    if (counts_ref const counts = local_counts(st.counters, device)) { bump(counts->failures); }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): std::bad_alloc: not counted
+  }
+}
+
+/**
+ * @brief An allocation call of the C interface on `device` (-1: the current device): returns
+ * `allocate(state, device)` with the device resolved, and counts whatever it throws (a bad size,
+ * out of memory) as a failed allocation of that device. A device that does not exist is refused
+ * before: no statistics describe it.
+ */
+template <class Allocate>
+void* allocation_call(int device, Allocate&& allocate)
+{
+  plugin_state& st = state();
+  device           = st.resolve(device);
+  try {
+    return std::forward<Allocate>(allocate)(st, device);
+  } catch (...) {
+    count_failure(st, device);
+    throw;
+  }
+}
+
+/** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
+void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (bytes == 0) { return nullptr; }
   // Relaxed: while another thread captures in global mode, the driver refuses a pool call from
   // a thread in global mode, on any stream, and invalidates that capture.
   rmm_next::detail::relaxed_capture_mode const relaxed;
-  plugin_state& st = state();
-  device           = st.resolve(device);
   st.slot(device);
   counts_ref const counts = local_counts(st.counters, device);
-  void* ptr{};
+  void* const ptr         = tracing_state().allocate(device, stream, bytes, alignment);
+  capture_info const c    = detail::capture_of(stream);
+  allocation_record record{.bytes   = bytes,
+                           .stream  = stream,
+                           .device  = device,
+                           .from    = from,
+                           .capture = c.status == capture_status::active ? c.id : 0,
+                           .users   = {}};
+  std::optional<allocation_record> replaced;
   try {
-    ptr = tracing_state().allocate(device, stream, bytes, alignment);
+    replaced = st.allocations.insert(ptr, std::move(record));
   } catch (...) {
-    if (counts) { bump(counts->failures); }
+    tracing_state().deallocate(device, stream, ptr, bytes, alignment);
     throw;
-  }
-  if (capture_state const c = capture_of(stream); c.capturing) {
-    st.graph_allocations.put(ptr, c.id);
   }
   if (counts) {
     bump(counts->allocations[static_cast<std::size_t>(from)]);
     bump(counts->bytes_allocated, bytes);
   }
-  st.peaks[static_cast<std::size_t>(device)].add(bytes);
+  st.live_of(device).add(static_cast<std::int64_t>(bytes));
+  if (replaced && replaced->by == served_by::device_resource) {
+    // Handed out again by the resource: freed behind the plugin's back (by C++ code through the
+    // per-device resource). Its bytes are no longer live.
+    if (counts_ref const c = local_counts(st.counters, replaced->device)) {
+      bump(c->bytes_freed, replaced->bytes);
+    }
+    st.live_of(replaced->device).sub(static_cast<std::int64_t>(replaced->bytes));
+  }
   return ptr;
 }
 
@@ -353,16 +394,36 @@ void require_output(void const* out, char const* call)
   }
 }
 
-/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
-void free_now(plugin_state& st, pending_free const& f, capture_state own) noexcept
+/**
+ * @brief Takes the record of `ptr`, a live allocation served by `by`, for its free by `call`.
+ * @throws std::invalid_argument naming `call` for anything else (a host address, a pointer into a
+ * block, a block freed already, one of the other resource): nothing is freed or counted then.
+ */
+allocation_record take_record(plugin_state& st, void* ptr, served_by by, char const* call)
 {
-  if (auto users = st.recorded_streams.take(f.ptr)) { wait_for_users(f.stream, *users, own); }
-  tracing_state().deallocate(f.device, f.stream, f.ptr, f.bytes, alignment);
-  if (counts_ref const counts = local_counts(st.counters, f.device)) {
-    bump(counts->deallocations);
-    bump(counts->bytes_freed, f.bytes);
+  std::optional<allocation_record> record =
+    st.allocations.take_if(ptr, [by](allocation_record const& r) { return r.by == by; });
+  if (!record) {
+    detail::throw_error<std::invalid_argument>(
+      "allocator_plugin",
+      std::string{call} +
+        " was given a pointer this allocator did not hand out (or freed already); it is not "
+        "freed");
   }
-  st.peaks[static_cast<std::size_t>(f.device)].sub(f.bytes);
+  return std::move(*record);
+}
+
+/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
+void free_now(plugin_state& st, pending_free const& f, capture_info const& own) noexcept
+{
+  allocation_record const& r = f.record;
+  if (!r.users.empty()) { wait_for_users(f.stream, r.users, own); }
+  tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  if (counts_ref const counts = local_counts(st.counters, r.device)) {
+    bump(counts->deallocations);
+    bump(counts->bytes_freed, r.bytes);
+  }
+  st.live_of(r.device).sub(static_cast<std::int64_t>(r.bytes));
 }
 
 /** @brief Frees that waited for a capture which has ended. */
@@ -370,34 +431,39 @@ void release_deferred(plugin_state& st) noexcept
 {
   if (st.deferred.count() == 0) { return; }
   for (pending_free const& f : st.deferred.take_ready()) {
-    free_now(st, f, capture_state{});
+    free_now(st, f, capture_info{});
   }
 }
 
-void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStream_t stream)
+/**
+ * @brief The free `call` of `ptr` (from the per-device resource) on `stream`, or on the stream it
+ * was allocated on when none is given (CuPy's): now, or once the captures it must wait for ended.
+ * @throws std::invalid_argument naming `call` when the plugin did not hand out `ptr`.
+ */
+void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
 {
   if (ptr == nullptr) { return; }
   rmm_next::detail::relaxed_capture_mode const relaxed;  // as in allocate
   plugin_state& st = state();
-  device           = st.resolve(device);
   release_deferred(st);
-  pending_free f{ptr, bytes, device, stream, from};
-  capture_state const c                         = capture_of(stream);
-  std::optional<unsigned long long> const graph = st.graph_allocations.take(ptr);
-  if (c.capturing && !(graph && *graph == c.id)) {
-    // A free node may only free what its own capture allocated: free after the capture.
-    st.deferred.push(f);
-    return;
-  }
-  if (!c.capturing) {
+  pending_free f{ptr, {}, take_record(st, ptr, served_by::device_resource, call)};
+  f.stream             = stream.value_or(f.record.stream);
+  capture_info const c = detail::capture_of(f.stream);
+  bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
+  if (!c.capturing()) {
     // A recorded stream that another thread captures cannot be waited on until that capture ends.
-    f.captured_user = st.recorded_streams.inspect(ptr, [&](std::vector<cudaStream_t> const& users) {
-      return user_captured_elsewhere(users, stream, c);
-    });
-    if (f.captured_user != nullptr) {
+    f.captured_user = user_captured_elsewhere(f.record.users, f.stream, c);
+  }
+  if ((c.capturing() && !graph_own) || f.captured_user != nullptr) {
+    // A free node may only free what its own capture allocated: free after the capture. So is a
+    // free on a stream whose capture state the driver cannot tell.
+    try {
       st.deferred.push(f);
-      return;
+    } catch (...) {  // std::bad_alloc: the block stays live, and the call fails
+      (void)st.allocations.insert(ptr, std::move(f.record));
+      throw;
     }
+    return;
   }
   free_now(st, f, c);
 }
@@ -407,7 +473,9 @@ void deallocate(source from, void* ptr, std::size_t bytes, int device, cudaStrea
 
 // ---- The C interface ------------------------------------------------------------------------
 
+using rmm_next::plugin::allocation_call;
 using rmm_next::plugin::guarded;
+using rmm_next::plugin::plugin_state;
 using rmm_next::plugin::source;
 using rmm_next::plugin::state;
 
@@ -537,14 +605,20 @@ RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
 
 RMM_NEXT_EXPORT void* rmm_next_allocate(size_t size, int device, cudaStream_t stream)
 {
-  return guarded<void*>(
-    nullptr, [&] { return rmm_next::plugin::allocate(source::other, size, device, stream); });
+  return guarded<void*>(nullptr, [&] {
+    return allocation_call(device, [&](plugin_state& st, int d) {
+      return rmm_next::plugin::allocate(st, source::other, size, d, stream);
+    });
+  });
 }
 
-RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr, size_t size, int device, cudaStream_t stream)
+RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr,
+                                         size_t /*size*/,
+                                         int /*device*/,
+                                         cudaStream_t stream)
 {
   guarded(0, [&] {
-    rmm_next::plugin::deallocate(source::other, ptr, size, device, stream);
+    rmm_next::plugin::deallocate(ptr, stream, "rmm_next_deallocate");
     return 0;
   });
 }
@@ -553,19 +627,24 @@ RMM_NEXT_EXPORT void rmm_next_deallocate(void* ptr, size_t size, int device, cud
 
 RMM_NEXT_EXPORT void* rmm_next_torch_alloc(ssize_t size, int device, cudaStream_t stream)
 {
-  return guarded<void*>(nullptr, [&]() -> void* {
-    return rmm_next::plugin::allocate(
-      source::torch, rmm_next::plugin::torch_bytes(size, "rmm_next_torch_alloc"), device, stream);
+  return guarded<void*>(nullptr, [&] {
+    return allocation_call(device, [&](plugin_state& st, int d) {
+      std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_torch_alloc");
+      return rmm_next::plugin::allocate(st, source::torch, bytes, d, stream);
+    });
   });
 }
 
-RMM_NEXT_EXPORT void rmm_next_torch_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
+RMM_NEXT_EXPORT void rmm_next_torch_free(void* ptr,
+                                         ssize_t size,
+                                         int /*device*/,
+                                         cudaStream_t stream)
 {
   guarded(0, [&] {
     if (ptr == nullptr) { return 0; }
-    // A negative size would corrupt the counts: such a free is refused, the memory not freed.
-    std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_torch_free");
-    rmm_next::plugin::deallocate(source::torch, ptr, bytes, device, stream);
+    // A negative size is not PyTorch's: such a free is refused, the memory not freed.
+    (void)rmm_next::plugin::torch_bytes(size, "rmm_next_torch_free");
+    rmm_next::plugin::deallocate(ptr, stream, "rmm_next_torch_free");
     return 0;
   });
 }
@@ -574,12 +653,17 @@ RMM_NEXT_EXPORT void rmm_next_torch_record_stream(void* ptr, cudaStream_t stream
 {
   guarded(0, [&] {
     if (ptr == nullptr) { return 0; }
-    state().recorded_streams.update(ptr, [&](std::vector<cudaStream_t>& users) {
-      for (cudaStream_t const s : users) {
-        if (s == stream) { return; }
+    bool const live = state().allocations.update(ptr, [&](rmm_next::plugin::allocation_record& r) {
+      if (std::find(r.users.begin(), r.users.end(), stream) == r.users.end()) {
+        r.users.push_back(stream);
       }
-      users.push_back(stream);
     });
+    if (!live) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin",
+        "rmm_next_torch_record_stream was given a pointer this allocator did not hand out (or "
+        "freed already); nothing is recorded");
+    }
     return 0;
   });
 }
@@ -590,30 +674,29 @@ RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
                                                    int device,
                                                    cudaStream_t /*stream*/)
 {
-  return guarded<void*>(nullptr, [&]() -> void* {
-    if (rmm_next::plugin::torch_bytes(size, "rmm_next_torch_segment_alloc") == 0) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin",
-        "rmm_next_torch_segment_alloc was given a size of 0 bytes; a segment needs a positive "
-        "size");
-    }
-    // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
-    rmm_next::detail::relaxed_capture_mode const relaxed;
-    auto& st                                  = state();
-    device                                    = st.resolve(device);
-    rmm_next::detail::owned_stream const& own = st.segment_stream(device);
-    // In the stream's context (the device's primary one), also for a caller that has another
-    // context of the device current: that context is current again when the call returns.
-    rmm_next::detail::context_scope const in_context{own.context()};
-    cudaStream_t const stream = own.get();
-    void* const ptr =
-      rmm_next::plugin::allocate(source::torch, static_cast<std::size_t>(size), device, stream);
-    if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
-      rmm_next::plugin::deallocate(
-        source::torch, ptr, static_cast<std::size_t>(size), device, stream);
-      rmm_next::detail::throw_cuda_error(s, "cudaStreamSynchronize", "allocator_plugin");
-    }
-    return ptr;
+  return guarded<void*>(nullptr, [&] {
+    return allocation_call(device, [&](plugin_state& st, int d) -> void* {
+      std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_torch_segment_alloc");
+      if (bytes == 0) {
+        rmm_next::detail::throw_error<std::invalid_argument>(
+          "allocator_plugin",
+          "rmm_next_torch_segment_alloc was given a size of 0 bytes; a segment needs a positive "
+          "size");
+      }
+      // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
+      rmm_next::detail::relaxed_capture_mode const relaxed;
+      rmm_next::detail::owned_stream const& own = st.segment_stream(d);
+      // In the stream's context (the device's primary one), also for a caller that has another
+      // context of the device current: that context is current again when the call returns.
+      rmm_next::detail::context_scope const in_context{own.context()};
+      cudaStream_t const stream = own.get();
+      void* const ptr           = rmm_next::plugin::allocate(st, source::torch, bytes, d, stream);
+      if (cudaError_t const s = cudaStreamSynchronize(stream); s != cudaSuccess) {
+        rmm_next::plugin::deallocate(ptr, stream, "rmm_next_torch_segment_alloc");
+        rmm_next::detail::throw_cuda_error(s, "cudaStreamSynchronize", "allocator_plugin");
+      }
+      return ptr;
+    });
   });
 }
 
@@ -621,33 +704,19 @@ RMM_NEXT_EXPORT void* rmm_next_torch_segment_alloc(ssize_t size,
 
 RMM_NEXT_EXPORT void* rmm_next_cupy_malloc(void* param, size_t size, int device_id)
 {
-  return guarded<void*>(nullptr, [&]() -> void* {
-    auto const stream = static_cast<cudaStream_t>(param);
-    void* const ptr   = rmm_next::plugin::allocate(source::cupy, size, device_id, stream);
-    if (ptr != nullptr) {
-      try {
-        state().table.insert(ptr, {size, stream, device_id});
-      } catch (...) {
-        rmm_next::plugin::deallocate(source::cupy, ptr, size, device_id, stream);
-        throw;
-      }
-    }
-    return ptr;
+  return guarded<void*>(nullptr, [&] {
+    return allocation_call(device_id, [&](plugin_state& st, int d) {
+      return rmm_next::plugin::allocate(
+        st, source::cupy, size, d, static_cast<cudaStream_t>(param));
+    });
   });
 }
 
 RMM_NEXT_EXPORT void rmm_next_cupy_free(void* /*param*/, void* ptr, int /*device_id*/)
 {
   guarded(0, [&] {
-    if (ptr == nullptr) { return 0; }
-    auto const record = state().table.take(ptr);
-    if (!record) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin",
-        "rmm_next_cupy_free was given a pointer not allocated by "
-        "rmm_next_cupy_malloc; it is not freed");
-    }
-    rmm_next::plugin::deallocate(source::cupy, ptr, record->bytes, record->device, record->stream);
+    // CuPy passes neither size nor stream: the block is freed on the stream it was allocated on.
+    rmm_next::plugin::deallocate(ptr, std::nullopt, "rmm_next_cupy_free");
     return 0;
   });
 }
@@ -659,7 +728,11 @@ RMM_NEXT_EXPORT void rmm_next_cupy_forget_stream(cudaStream_t stream)
     // which waits for the work of every blocking stream (CuPy's streams are blocking unless made
     // with non_blocking=True). No device synchronization: it would invalidate a capture running
     // on any thread.
-    (void)state().table.restream(stream, cudaStreamLegacy);
+    auto& st = state();
+    st.allocations.for_each([&](void*, rmm_next::plugin::allocation_record& r) {
+      if (r.stream == stream) { r.stream = cudaStreamLegacy; }
+    });
+    st.deferred.restream(stream, cudaStreamLegacy);
     return 0;
   });
 }
@@ -669,14 +742,16 @@ RMM_NEXT_EXPORT void rmm_next_cupy_forget_stream(cudaStream_t stream)
 RMM_NEXT_EXPORT void* rmm_next_numba_alloc(size_t size, int device)
 {
   return guarded<void*>(nullptr, [&] {
-    return rmm_next::plugin::allocate(source::numba, size, device, cudaStreamLegacy);
+    return allocation_call(device, [&](plugin_state& st, int d) {
+      return rmm_next::plugin::allocate(st, source::numba, size, d, cudaStreamLegacy);
+    });
   });
 }
 
-RMM_NEXT_EXPORT void rmm_next_numba_free(void* ptr, size_t size, int device)
+RMM_NEXT_EXPORT void rmm_next_numba_free(void* ptr, size_t /*size*/, int /*device*/)
 {
   guarded(0, [&] {
-    rmm_next::plugin::deallocate(source::numba, ptr, size, device, cudaStreamLegacy);
+    rmm_next::plugin::deallocate(ptr, cudaStreamLegacy, "rmm_next_numba_free");
     return 0;
   });
 }
@@ -698,15 +773,16 @@ RMM_NEXT_EXPORT int rmm_next_get_statistics(int device, rmm_next_statistics* out
     for (std::uint64_t const n : t.allocations) {
       s.allocations += n;
     }
-    s.torch_allocations                 = t.allocations[static_cast<std::size_t>(source::torch)];
-    s.cupy_allocations                  = t.allocations[static_cast<std::size_t>(source::cupy)];
-    s.numba_allocations                 = t.allocations[static_cast<std::size_t>(source::numba)];
-    s.other_allocations                 = t.allocations[static_cast<std::size_t>(source::other)];
-    s.deallocations                     = t.deallocations;
-    s.failed_allocations                = t.failures;
-    s.allocated_bytes                   = t.bytes_allocated - t.bytes_freed;
-    s.total_allocated_bytes             = t.bytes_allocated;
-    s.allocated_bytes_high              = st.peaks[static_cast<std::size_t>(device)].peak();
+    s.torch_allocations     = t.allocations[static_cast<std::size_t>(source::torch)];
+    s.cupy_allocations      = t.allocations[static_cast<std::size_t>(source::cupy)];
+    s.numba_allocations     = t.allocations[static_cast<std::size_t>(source::numba)];
+    s.other_allocations     = t.allocations[static_cast<std::size_t>(source::other)];
+    s.deallocations         = t.deallocations;
+    s.failed_allocations    = t.failures;
+    s.allocated_bytes       = t.bytes_allocated - t.bytes_freed;
+    s.total_allocated_bytes = t.bytes_allocated;
+    s.allocated_bytes_high =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(st.live_of(device).peak(), 0));
     s.deferred_frees                    = st.deferred.count();
     rmm_next::plugin::device_slot& slot = st.slot(device);
     std::lock_guard lock{slot.mutex};
@@ -816,7 +892,7 @@ RMM_NEXT_EXPORT int rmm_next_reset_peak_statistics(int device)
     rmm_next::detail::relaxed_capture_mode const relaxed;  // see rmm_next_get_statistics
     auto& st = state();
     device   = st.resolve(device);
-    st.peaks[static_cast<std::size_t>(device)].reset();
+    st.live_of(device).reset_peak();
     rmm_next::plugin::device_slot& slot = st.slot(device);
     std::lock_guard lock{slot.mutex};
     if (cudaMemPool_t const pool = slot.pool(device); pool != nullptr) {
@@ -894,17 +970,31 @@ RMM_NEXT_EXPORT int rmm_next_vmm_configure(int device, rmm_next_vmm_options cons
 
 RMM_NEXT_EXPORT void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t /*stream*/)
 {
-  rmm_next::plugin::vmm_device* slot = nullptr;
+  rmm_next::plugin::vmm_device* slot = nullptr;  // where the call counts, once the device is known
   void* const ptr                    = guarded<void*>(nullptr, [&]() -> void* {
+    auto& st                = state();
+    device                  = st.resolve(device);
+    slot                    = &st.vmm(device);
     std::size_t const bytes = rmm_next::plugin::torch_bytes(size, "rmm_next_vmm_alloc");
-    if (bytes == 0) { return nullptr; }
+    if (bytes == 0) {
+      slot = nullptr;  // 0 bytes: NULL, neither an allocation nor a failure
+      return nullptr;
+    }
     // Relaxed: PyTorch asks for a segment while a stream may be captured, here or elsewhere.
     rmm_next::detail::relaxed_capture_mode const relaxed;
-    auto& st                  = state();
-    device                    = st.resolve(device);
-    slot                      = &st.vmm(device);
     rmm_next::vmm_resource mr = slot->resource(device);
-    return mr.allocate_sync(bytes);
+    void* const p             = mr.allocate_sync(bytes);
+    rmm_next::plugin::allocation_record record{.bytes  = bytes,
+                                                                  .device = device,
+                                                                  .by     = rmm_next::plugin::served_by::vmm_resource,
+                                                                  .users  = {}};
+    try {
+      (void)st.allocations.insert(p, std::move(record));
+    } catch (...) {
+      mr.deallocate_sync(p, bytes);
+      throw;
+    }
+    return p;
   });
   if (slot != nullptr) {
     (ptr != nullptr ? slot->allocations : slot->failures).fetch_add(1, std::memory_order_relaxed);
@@ -912,33 +1002,27 @@ RMM_NEXT_EXPORT void* rmm_next_vmm_alloc(ssize_t size, int device, cudaStream_t 
   return ptr;
 }
 
-RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int device, cudaStream_t stream)
+RMM_NEXT_EXPORT void rmm_next_vmm_free(void* ptr, ssize_t size, int /*device*/, cudaStream_t stream)
 {
   guarded(0, [&] {
     if (ptr == nullptr) { return 0; }
     // A negative size is refused, the block not freed, as rmm_next_torch_free does.
-    std::size_t const bytes            = rmm_next::plugin::torch_bytes(size, "rmm_next_vmm_free");
-    auto& st                           = state();
-    device                             = st.resolve(device);
-    rmm_next::plugin::vmm_device& slot = st.vmm(device);
-    std::optional<rmm_next::vmm_resource> mr = slot.existing();
-    if (!mr || !mr->segment_of(ptr)) {
-      rmm_next::detail::throw_error<std::invalid_argument>(
-        "allocator_plugin",
-        "rmm_next_vmm_free was given a pointer that no segment of device " +
-          std::to_string(device) + "'s vmm_resource holds; it is not freed");
+    (void)rmm_next::plugin::torch_bytes(size, "rmm_next_vmm_free");
+    auto& st                                   = state();
+    rmm_next::plugin::allocation_record record = rmm_next::plugin::take_record(
+      st, ptr, rmm_next::plugin::served_by::vmm_resource, "rmm_next_vmm_free");
+    rmm_next::plugin::vmm_device& slot       = st.vmm(record.device);
+    std::optional<rmm_next::vmm_resource> mr = slot.existing();  // it made the block
+    // The legacy default stream is the current device's: the block's device orders its free. On a
+    // stream being captured the graph frees the block, when it first runs past this point.
+    std::optional<rmm_next::detail::device_guard> on_device;
+    try {
+      on_device.emplace(record.device);
+    } catch (...) {  // the block stays live, and the call fails
+      (void)st.allocations.insert(ptr, std::move(record));
+      throw;
     }
-    if (!rmm_next::detail::stream_is_eager(stream)) {
-      // An event recorded now would be a node of the capture, never recorded for the block's
-      // next user to wait on: keep the block rather than hand it out unordered.
-      rmm_next::detail::throw_error<std::logic_error>(
-        "allocator_plugin",
-        "rmm_next_vmm_free was called on a stream being captured; the block is kept, free it "
-        "outside the capture");
-    }
-    // The legacy default stream is the current device's: the block's device orders its free.
-    rmm_next::detail::device_guard const on_device{device};
-    mr->deallocate(stream, ptr, bytes);
+    if (mr) { mr->deallocate(stream, ptr, record.bytes); }
     slot.deallocations.fetch_add(1, std::memory_order_relaxed);
     return 0;
   });

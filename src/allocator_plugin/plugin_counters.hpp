@@ -4,7 +4,8 @@
  */
 #pragma once
 
-#include "fork_state.hpp"
+#include <rmm_next/detail/peak_counter.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 
 #include <array>
 #include <atomic>
@@ -17,7 +18,8 @@
 /**
  * @file
  * @brief Counters of what went through the plugin, per device: one block per thread, written by
- * that thread only and summed on read, so that counting costs no contended cache line.
+ * that thread only and summed on read, so that counting costs no contended cache line; and the
+ * live bytes with their peak.
  */
 
 namespace rmm_next::plugin {
@@ -152,7 +154,7 @@ struct thread_block_return {
     thread_block& t = this_thread_block;
     // In a forked child the registry is the parent's: its lock may be held by a thread that does
     // not exist here, and nothing counts into it any more.
-    bool const inherited = state_inherited_by_fork().load(std::memory_order_relaxed);
+    bool const inherited = detail::forked_after_cuda().load(std::memory_order_relaxed);
     if (t.block != nullptr && !inherited) { t.registry->release(t.block); }
     t.block    = nullptr;  // no later count writes a block that another thread may now hold
     t.returned = true;
@@ -184,43 +186,11 @@ inline counts_ref local_counts(counter_registry& registry, int device)
 }
 
 /**
- * @brief Bytes live through the plugin on one device and their high watermark. A peak cannot be
- * summed from per-thread counts, so this one counter is shared, on a cache line of its own.
+ * @brief Bytes live through the plugin on one device and their high watermark: one counter all
+ * threads share (a peak cannot be summed from per-thread counts), on a cache line of its own.
  */
-struct alignas(64) live_bytes_peak {
-  std::atomic<std::int64_t> live{0};
-  std::atomic<std::int64_t> high{0};
-
-  void add(std::uint64_t n) noexcept
-  {
-    raise(live.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed) +
-          static_cast<std::int64_t>(n));
-  }
-
-  void sub(std::uint64_t n) noexcept
-  {
-    live.fetch_sub(static_cast<std::int64_t>(n), std::memory_order_relaxed);
-  }
-
-  /** @brief The watermark starts again from the bytes live now. */
-  void reset() noexcept
-  {
-    high.store(live.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    raise(live.load(std::memory_order_relaxed));  // an add that raced with the store
-  }
-
-  [[nodiscard]] std::uint64_t peak() const noexcept
-  {
-    std::int64_t const h = high.load(std::memory_order_relaxed);
-    return h > 0 ? static_cast<std::uint64_t>(h) : 0;
-  }
-
- private:
-  void raise(std::int64_t now) noexcept
-  {
-    std::int64_t seen = high.load(std::memory_order_relaxed);
-    while (now > seen && !high.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {}
-  }
+struct alignas(64) live_bytes {
+  detail::peak_counter bytes;
 };
 
 /** @brief Adds `n` to a counter that only the calling thread writes. */

@@ -1015,6 +1015,9 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
 {
   if (fc::forked_child) { return cudaErrorInitializationError; }
   if (cudaError_t const s = fc::injected("cudaMallocFromPoolAsync"); s != cudaSuccess) { return s; }
+  // Threads allocate at once (the plugin's and the adaptors' concurrency tests): each address once.
+  static std::mutex addresses;
+  std::lock_guard const lock{addresses};
   *ptr = reinterpret_cast<void*>(fc::fake().next_address);
   fc::fake().next_address += (size + 255) / 256 * 256 + 256;
   fc::record(pool).used_bytes += size;

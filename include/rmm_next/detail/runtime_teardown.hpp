@@ -39,6 +39,18 @@ inline std::atomic<bool>& runtime_unloading() noexcept
   return flag;
 }
 
+/**
+ * @brief Set, with `runtime_unloading`, in a child forked after `watch_runtime_teardown` was first
+ * called; never at exit. The child holds its parent's state (resources, pools, streams, and locks
+ * that threads absent from the child may hold), which nothing in it may use: a call that would use
+ * it is refused, and says why.
+ */
+inline std::atomic<bool>& forked_after_cuda() noexcept
+{
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
 /** @brief Marks the runtime as unloading or unusable (`runtime_unloading`). */
 inline void stop_cuda_calls() noexcept
 {
@@ -47,7 +59,7 @@ inline void stop_cuda_calls() noexcept
 
 /**
  * @brief Registers, once, an exit handler that marks the runtime as unloading, and a fork handler
- * that marks it unusable in the child.
+ * that marks it unusable in the child (and the child as forked: `forked_after_cuda`).
  *
  * Called after the first successful CUDA call of a resource, so that the exit handler runs before
  * the runtime's own teardown (exit handlers run in reverse order of registration). Objects
@@ -60,7 +72,13 @@ inline void watch_runtime_teardown() noexcept
   static bool const registered = [] {
     bool ok = std::atexit([] { stop_cuda_calls(); }) == 0;
 #if defined(__unix__)
-    ok = pthread_atfork(nullptr, nullptr, [] { stop_cuda_calls(); }) == 0 && ok;
+    ok = pthread_atfork(nullptr,
+                        nullptr,
+                        [] {
+                          forked_after_cuda().store(true, std::memory_order_relaxed);
+                          stop_cuda_calls();
+                        }) == 0 &&
+         ok;
 #endif
     return ok;
   }();

@@ -261,8 +261,10 @@ inline void destroy_fence_event(CUevent event) noexcept
 }
 
 /**
- * @brief Records `event` on `stream` (a stream of the event's context, not being captured): work
- * that waits on the event afterwards is ordered after everything queued on `stream` so far.
+ * @brief Records `event` on `stream` (a stream of the event's context): work that waits on the
+ * event afterwards is ordered after everything queued on `stream` so far. On a stream being
+ * captured the record is a node of that capture, which only streams of the same capture may wait
+ * on (a wait outside it invalidates the capture).
  * For the default-stream handles, `stream` resolves against the calling thread's current
  * context, which must be the event's. False if the driver refused.
  */
