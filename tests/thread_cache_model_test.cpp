@@ -3,20 +3,19 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// A model-based randomized test of thread_cache_adaptor, on the CPU. The program defines the CUDA
-// driver entry points the adaptor reaches (cudaGetDriverEntryPointByVersion) and the runtime's
-// synchronizing calls, and answers them from a model of contexts, streams, events and captures in
-// which every stream carries a vector clock: what it is ordered after. A model pool stands
-// upstream. Worker threads, driven one operation at a time from a seeded sequence, allocate and
-// free on streams of two contexts, hand blocks across streams with events, exit, switch contexts,
-// destroy streams (whose handles new streams then take), flush, capture in every mode and run out
-// of memory. The model checks two things throughout:
+// A model-based randomized test of thread_cache_adaptor, on the CPU, over the driver model of
+// support/driver_model.hpp: contexts, streams, events and captures in which every stream carries a
+// vector clock, what it is ordered after. A model pool stands upstream. Worker threads, driven one
+// operation at a time from a seeded sequence, allocate and free on streams of two contexts, hand
+// blocks across streams with events, exit, switch contexts, destroy streams (whose handles new
+// streams then take), flush, capture in every mode and run out of memory. The model checks two
+// things throughout:
 // - every block the adaptor hands out is ordered after every earlier use of it;
 // - no call is made that the driver would refuse, or that would invalidate a capture, while
 //   another stream is being captured.
 // RMM_NEXT_MODEL_SEED picks the seed (printed) and RMM_NEXT_MODEL_SECONDS the time (default 5).
 
-#include "support/entry_points.hpp"
+#include "support/driver_model.hpp"
 
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/error.hpp>
@@ -26,13 +25,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,428 +35,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-namespace model {
-
-/** @brief What a stream's work is ordered after: for each stream uid, a position on it. */
-using vclock = std::map<std::uint64_t, std::uint64_t>;
-
-void merge(vclock& into, vclock const& from)
-{
-  for (auto const& [s, p] : from) {
-    auto& q = into[s];
-    q       = std::max(q, p);
-  }
-}
-
-bool covers(vclock const& have, vclock const& need)
-{
-  for (auto const& [s, p] : need) {
-    auto const it = have.find(s);
-    if (it == have.end() || it->second < p) { return false; }
-  }
-  return true;
-}
-
-struct context {
-  int device;
-};
-
-struct stream {
-  std::uint64_t uid{};  // the stream's id (cuStreamGetId), never reused
-  int ctx{};
-  bool alive{true};
-  bool blocking{false};
-  bool capturing{false};
-  cudaStreamCaptureMode mode{};
-  std::uint64_t pos{0};
-  vclock clock;
-};
-
-struct event {
-  int ctx{};
-  vclock clock;
-  bool captured{false};
-  bool alive{true};
-};
-
-/** @brief The whole model; every entry point locks `mutex`. */
-struct world {
-  std::recursive_mutex mutex;
-  std::vector<context> contexts{{0}, {0}, {1}};  // 0: primary of device 0, 1: a second context
-                                                 // of device 0, 2: primary of device 1
-  std::vector<std::unique_ptr<stream>> streams;  // handles are addresses of these records
-  std::map<int, stream*> legacy;                 // per context
-  std::map<std::pair<std::thread::id, int>, stream*> per_thread;
-  std::vector<std::unique_ptr<event>> events;
-  std::vector<int> created_in;      // the context of every stream made through cuStreamCreate
-  vclock completed;                 // what the host has seen finish
-  std::map<int, vclock> graveyard;  // per context: the work of its destroyed streams
-  std::uint64_t next_uid{1};
-  std::vector<std::string> violations;
-  int invalidated_captures{0};
-
-  void violation(std::string what)
-  {
-    if (violations.size() < 20) { violations.push_back(std::move(what)); }
-  }
-  bool any_capture() const
-  {
-    return std::any_of(
-      streams.begin(), streams.end(), [](auto const& s) { return s->alive && s->capturing; });
-  }
-  void invalidate_captures(char const* why)
-  {
-    for (auto& s : streams) {
-      if (s->alive && s->capturing) {
-        ++invalidated_captures;
-        violation(std::string{"a capture was invalidated by "} + why);
-      }
-    }
-  }
-  stream* make_stream(int ctx, bool blocking)
-  {
-    auto s      = std::make_unique<stream>();
-    s->uid      = next_uid++;
-    s->ctx      = ctx;
-    s->blocking = blocking;
-    streams.push_back(std::move(s));
-    return streams.back().get();
-  }
-  /** A new regular stream, taking a destroyed stream's handle when `reuse` finds one. */
-  stream* create_stream(int ctx, bool blocking, bool reuse)
-  {
-    if (reuse) {
-      for (auto& s : streams) {
-        bool const special =
-          std::any_of(
-            legacy.begin(), legacy.end(), [&](auto const& l) { return l.second == s.get(); }) ||
-          std::any_of(per_thread.begin(), per_thread.end(), [&](auto const& p) {
-            return p.second == s.get();
-          });
-        if (!s->alive && !special) {
-          *s          = stream{};
-          s->uid      = next_uid++;
-          s->ctx      = ctx;
-          s->blocking = blocking;
-          return s.get();
-        }
-      }
-    }
-    return make_stream(ctx, blocking);
-  }
-};
-
-world& the()
-{
-  static world w;
-  return w;
-}
-
-thread_local std::vector<int> ctx_stack{0};
-
-int current_ctx() { return ctx_stack.back(); }
-
-CUcontext ctx_handle(int c)
-{
-  return reinterpret_cast<CUcontext>(static_cast<std::uintptr_t>(c + 1) << 4);
-}
-int ctx_of(CUcontext h) { return static_cast<int>(reinterpret_cast<std::uintptr_t>(h) >> 4) - 1; }
-
-/** The stream `h` names for the calling thread, or null (a destroyed handle: a violation). */
-stream* resolve(CUstream h, char const* call)
-{
-  world& w     = the();
-  auto const v = reinterpret_cast<std::uintptr_t>(h);
-  if (v == 0 || v == 1) {
-    auto& s = w.legacy[current_ctx()];
-    if (s == nullptr) { s = w.make_stream(current_ctx(), true); }
-    return s;
-  }
-  if (v == 2) {
-    auto& s = w.per_thread[{std::this_thread::get_id(), current_ctx()}];
-    if (s == nullptr) { s = w.make_stream(current_ctx(), false); }
-    return s;
-  }
-  auto* s = reinterpret_cast<stream*>(h);
-  if (!s->alive) {
-    w.violation(std::string{call} + " was given a destroyed stream's handle");
-    return nullptr;
-  }
-  return s;
-}
-
-bool is_legacy(CUstream h)
-{
-  auto const v = reinterpret_cast<std::uintptr_t>(h);
-  return v == 0 || v == 1;
-}
-
-bool blocking_capture_in(int ctx)
-{
-  for (auto const& s : the().streams) {
-    if (s->alive && s->capturing && s->blocking && s->ctx == ctx) { return true; }
-  }
-  return false;
-}
-
-/** What work newly queued on `s` is ordered after. */
-vclock done_before(stream const& s)
-{
-  vclock c = s.clock;
-  merge(c, the().completed);
-  return c;
-}
-
-void enqueue(stream& s)
-{
-  ++s.pos;
-  s.clock[s.uid] = s.pos;
-}
-
-// ---- Driver entry points -------------------------------------------------------------------
-
-#define LOCK \
-  std::lock_guard lock_ { the().mutex }
-
-CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus* st)
-{
-  LOCK;
-  if (is_legacy(h) && blocking_capture_in(current_ctx())) {
-    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;  // answered without harm to the capture
-  }
-  stream* s = resolve(h, "cuStreamIsCapturing");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  *st = s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  return CUDA_SUCCESS;
-}
-
-CUresult stream_get_id(CUstream h, unsigned long long* id)
-{
-  LOCK;
-  stream* s = resolve(h, "cuStreamGetId");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  if (s->capturing) {
-    s->capturing = false;
-    ++the().invalidated_captures;
-    the().violation("cuStreamGetId on a capturing stream invalidated its capture");
-  }
-  *id = s->uid;
-  return CUDA_SUCCESS;
-}
-
-CUresult stream_get_ctx(CUstream h, CUcontext* c)
-{
-  LOCK;
-  stream* s = resolve(h, "cuStreamGetCtx");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  *c = ctx_handle(s->ctx);
-  return CUDA_SUCCESS;
-}
-
-CUresult ctx_get_current(CUcontext* c)
-{
-  *c = ctx_handle(current_ctx());
-  return CUDA_SUCCESS;
-}
-CUresult ctx_set_current(CUcontext c)
-{
-  if (c != nullptr) { ctx_stack.back() = ctx_of(c); }
-  return CUDA_SUCCESS;
-}
-CUresult ctx_push_current(CUcontext c)
-{
-  ctx_stack.push_back(ctx_of(c));
-  return CUDA_SUCCESS;
-}
-CUresult ctx_pop_current(CUcontext* c)
-{
-  if (ctx_stack.size() < 2) { return CUDA_ERROR_INVALID_CONTEXT; }
-  *c = ctx_handle(ctx_stack.back());
-  ctx_stack.pop_back();
-  return CUDA_SUCCESS;
-}
-CUresult ctx_get_device(CUdevice* d)
-{
-  LOCK;
-  *d = the().contexts[static_cast<std::size_t>(current_ctx())].device;
-  return CUDA_SUCCESS;
-}
-CUresult ctx_synchronize()
-{
-  LOCK;
-  if (the().any_capture()) { the().invalidate_captures("cuCtxSynchronize"); }
-  for (auto const& s : the().streams) {
-    if (s->ctx == current_ctx()) { merge(the().completed, s->clock); }
-  }
-  merge(the().completed, the().graveyard[current_ctx()]);
-  return CUDA_SUCCESS;
-}
-CUresult device_get(CUdevice* d, int ordinal)
-{
-  *d = ordinal;
-  return ordinal >= 0 && ordinal < 2 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
-}
-CUresult primary_retain(CUcontext* c, CUdevice d)
-{
-  *c = ctx_handle(d == 0 ? 0 : 2);
-  return CUDA_SUCCESS;
-}
-CUresult primary_release(CUdevice) { return CUDA_SUCCESS; }
-CUresult primary_state(CUdevice, unsigned int* flags, int* active)
-{
-  *flags  = 0;
-  *active = 1;
-  return CUDA_SUCCESS;
-}
-CUresult event_create(CUevent* e, unsigned int)
-{
-  LOCK;
-  the().events.push_back(std::make_unique<event>());
-  the().events.back()->ctx = current_ctx();
-  *e                       = reinterpret_cast<CUevent>(the().events.back().get());
-  return CUDA_SUCCESS;
-}
-CUresult event_destroy(CUevent e)
-{
-  LOCK;
-  reinterpret_cast<event*>(e)->alive = false;
-  return CUDA_SUCCESS;
-}
-CUresult event_record(CUevent e, CUstream h)
-{
-  LOCK;
-  auto* ev = reinterpret_cast<event*>(e);
-  if (!ev->alive) { the().violation("cuEventRecord of a destroyed event"); }
-  if (is_legacy(h) && blocking_capture_in(current_ctx())) {
-    the().invalidate_captures("an event recorded on the legacy stream");
-    return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-  }
-  stream* s = resolve(h, "cuEventRecord");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  if (s->ctx != ev->ctx) {
-    the().violation("cuEventRecord of an event on a stream of another context");
-    return CUDA_ERROR_INVALID_HANDLE;
-  }
-  ev->captured = s->capturing;
-  ev->clock    = s->clock;
-  return CUDA_SUCCESS;
-}
-CUresult stream_wait_event(CUstream h, CUevent e, unsigned int)
-{
-  LOCK;
-  auto* ev  = reinterpret_cast<event*>(e);
-  stream* s = resolve(h, "cuStreamWaitEvent");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  if (ev->captured && !s->capturing) {
-    the().invalidate_captures("a wait outside a capture on an event recorded in it");
-    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
-  }
-  merge(s->clock, ev->clock);
-  return CUDA_SUCCESS;
-}
-CUresult stream_create(CUstream* h, unsigned int flags)
-{
-  LOCK;
-  *h = reinterpret_cast<CUstream>(
-    the().make_stream(current_ctx(), (flags & CU_STREAM_NON_BLOCKING) == 0));
-  the().created_in.push_back(current_ctx());
-  return CUDA_SUCCESS;
-}
-CUresult stream_destroy(CUstream h)
-{
-  LOCK;
-  if (stream* s = resolve(h, "cuStreamDestroy")) {
-    s->alive = false;
-    merge(the().graveyard[s->ctx], s->clock);  // its work goes on; a context wait covers it
-  }
-  return CUDA_SUCCESS;
-}
-CUresult stream_synchronize(CUstream h)
-{
-  LOCK;
-  stream* s = resolve(h, "cuStreamSynchronize");
-  if (s == nullptr) { return CUDA_ERROR_INVALID_HANDLE; }
-  if (s->capturing) { return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; }
-  merge(the().completed, s->clock);
-  return CUDA_SUCCESS;
-}
-
-#undef LOCK
-
-}  // namespace model
-
-// ---- The runtime calls that synchronize, and the entry points --------------------------------
-
-extern "C" {
-
-cudaError_t cudaDeviceSynchronize()
-{
-  std::lock_guard lock{model::the().mutex};
-  model::world& w = model::the();
-  if (w.any_capture()) {
-    w.invalidate_captures("cudaDeviceSynchronize");
-    return cudaErrorStreamCaptureUnsupported;
-  }
-  for (auto const& s : w.streams) {  // the current context's streams only, as the driver does
-    if (s->ctx == model::current_ctx()) { model::merge(w.completed, s->clock); }
-  }
-  model::merge(w.completed, w.graveyard[model::current_ctx()]);
-  return cudaSuccess;
-}
-
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
-{
-  return model::stream_synchronize(reinterpret_cast<CUstream>(stream)) == CUDA_SUCCESS
-           ? cudaSuccess
-           : cudaErrorInvalidResourceHandle;
-}
-
-cudaError_t cudaSetDevice(int device)
-{
-  if (device < 0 || device > 1) { return cudaErrorInvalidDevice; }
-  model::ctx_stack.back() = device == 0 ? 0 : 2;
-  return cudaSuccess;
-}
-
-cudaError_t cudaGetDevice(int* device)
-{
-  *device = model::the().contexts[static_cast<std::size_t>(model::current_ctx())].device;
-  return cudaSuccess;
-}
-
-cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
-                                             void** function,
-                                             unsigned int /*version*/,
-                                             unsigned long long /*flags*/,
-                                             cudaDriverEntryPointQueryResult* status)
-{
-  static rmm_next::test::entry_point_table const entries{
-    {"cuStreamGetId", reinterpret_cast<void*>(&model::stream_get_id)},
-    {"cuStreamIsCapturing", reinterpret_cast<void*>(&model::stream_is_capturing)},
-    {"cuCtxGetCurrent", reinterpret_cast<void*>(&model::ctx_get_current)},
-    {"cuCtxGetDevice", reinterpret_cast<void*>(&model::ctx_get_device)},
-    {"cuCtxSetCurrent", reinterpret_cast<void*>(&model::ctx_set_current)},
-    {"cuStreamGetCtx", reinterpret_cast<void*>(&model::stream_get_ctx)},
-    {"cuEventCreate", reinterpret_cast<void*>(&model::event_create)},
-    {"cuEventRecord", reinterpret_cast<void*>(&model::event_record)},
-    {"cuEventDestroy", reinterpret_cast<void*>(&model::event_destroy)},
-    {"cuStreamWaitEvent", reinterpret_cast<void*>(&model::stream_wait_event)},
-    {"cuStreamCreate", reinterpret_cast<void*>(&model::stream_create)},
-    {"cuStreamSynchronize", reinterpret_cast<void*>(&model::stream_synchronize)},
-    {"cuStreamDestroy", reinterpret_cast<void*>(&model::stream_destroy)},
-    {"cuCtxPushCurrent", reinterpret_cast<void*>(&model::ctx_push_current)},
-    {"cuCtxPopCurrent", reinterpret_cast<void*>(&model::ctx_pop_current)},
-    {"cuCtxSynchronize", reinterpret_cast<void*>(&model::ctx_synchronize)},
-    {"cuDeviceGet", reinterpret_cast<void*>(&model::device_get)},
-    {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&model::primary_retain)},
-    {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&model::primary_release)},
-    {"cuDevicePrimaryCtxGetState", reinterpret_cast<void*>(&model::primary_state)},
-  };
-  return rmm_next::test::answer_entry_point(entries, symbol, function, status);
-}
-
-}  // extern "C"
 
 namespace {
 
@@ -560,70 +132,6 @@ class model_pool {
   std::shared_ptr<state> s_;
 };
 
-// ---- Worker threads, driven one step at a time ------------------------------------------------
-
-class worker {
- public:
-  explicit worker(int ctx) : ctx_{ctx}, thread_{[this] { run(); }} {}
-  worker(worker const&)            = delete;
-  worker& operator=(worker const&) = delete;
-  ~worker()
-  {
-    std::thread::id const id = thread_.get_id();
-    {
-      std::lock_guard lock{mutex_};
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();  // its caches are released now, on its own thread
-    std::lock_guard lock{the().mutex};
-    for (auto it = the().per_thread.begin(); it != the().per_thread.end();) {
-      if (it->first.first == id) {  // its per-thread default streams end with it
-        it->second->alive = false;
-        model::merge(the().graveyard[it->second->ctx], it->second->clock);
-        it = the().per_thread.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  /** @brief Runs `job` on the worker's thread and waits for it. */
-  void call(std::function<void()> job)
-  {
-    std::unique_lock lock{mutex_};
-    job_ = std::move(job);
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return !job_; });
-  }
-
-  int ctx_;
-  std::thread::id id() const { return thread_.get_id(); }
-
- private:
-  void run()
-  {
-    model::ctx_stack = {ctx_};
-    std::unique_lock lock{mutex_};
-    for (;;) {
-      cv_.wait(lock, [&] { return stop_ || job_; });
-      if (job_) {
-        job_();
-        job_ = nullptr;
-        cv_.notify_all();
-        continue;
-      }
-      if (stop_) { return; }
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::function<void()> job_;
-  bool stop_{false};
-  std::thread thread_;
-};
-
 /** @brief A block the test holds: where it was last used. */
 struct live_block {
   void* ptr;
@@ -633,33 +141,12 @@ struct live_block {
   bool graph;
 };
 
-std::uint64_t seed_from_environment()
-{
-  if (char const* env = std::getenv("RMM_NEXT_MODEL_SEED")) {
-    return std::strtoull(env, nullptr, 10);
-  }
-  return std::random_device{}();
-}
-
-double seconds_from_environment()
-{
-  char const* env = std::getenv("RMM_NEXT_MODEL_SECONDS");
-  double const s  = env != nullptr ? std::atof(env) : 0.0;
-  return s > 0 ? s : 5.0;
-}
-
-model::stream* resolve_on(cudaStream_t h)
-{
-  return model::resolve(reinterpret_cast<CUstream>(h), "test");
-}
+using model::resolve_on;
+using model::worker;
 
 TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIsHarmed)
 {
-  std::uint64_t const seed = seed_from_environment();
-  double const seconds     = seconds_from_environment();
-  std::printf("thread cache model: seed %llu (RMM_NEXT_MODEL_SEED), %.1f s\n",
-              static_cast<unsigned long long>(seed),
-              seconds);
+  auto const [seed, seconds] = model::settings_from_environment("thread cache model", 5.0);
   std::mt19937_64 rng{seed};
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
 
@@ -771,14 +258,8 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
     live_block& b = live[i];
     workers[w]->call([&] {
       std::lock_guard lock{the().mutex};
-      CUevent e{};
-      model::ctx_push_current(model::ctx_handle(b.on->ctx));
-      model::event_create(&e, 0);
-      model::event_record(e, reinterpret_cast<CUstream>(b.handle));
-      CUcontext popped{};
-      model::ctx_pop_current(&popped);
       model::stream* t = resolve_on(to);
-      model::stream_wait_event(reinterpret_cast<CUstream>(t), e, 0);
+      model::user_order(reinterpret_cast<CUstream>(b.handle), b.on->ctx, *t);
       model::enqueue(*t);
       model::merge(ps.blocks[reinterpret_cast<std::uintptr_t>(b.ptr)].last_use, t->clock);
       b.handle = to;
@@ -801,10 +282,7 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
     }
   };
 
-  auto const deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  long steps          = 0;
-  while (std::chrono::steady_clock::now() < deadline && the().violations.empty()) {
-    ++steps;
+  long const steps = model::run_steps(seconds, [&] {
     std::size_t const w = pick(workers.size());
     std::size_t const r = pick(100);
     if (r < 40 || (r < 80 && live.empty())) {  // allocate
@@ -814,47 +292,47 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       std::size_t const bytes        = pick(50) == 0  ? 16384 + pick(16384)
                                        : pick(4) == 0 ? 256 + pick(8192)
                                                       : common[pick(4)];
-      if (live.size() > 48) { continue; }
+      if (live.size() > 48) { return; }
       allocate_on(w, h, pick(500) == 0 ? SIZE_MAX : bytes);
       ++ops["allocate"];
     } else if (r < 75) {  // free
       std::size_t const i        = pick(live.size());
       std::ptrdiff_t const owner = worker_for(live[i]);
-      if (owner < 0) { continue; }
+      if (owner < 0) { return; }
       if (capture.on && live[i].on == capture.s &&
           static_cast<std::size_t>(owner) != capture.worker) {
-        continue;
+        return;
       }
       free_block(static_cast<std::size_t>(owner), i);
       ++ops["free"];
     } else if (r < 80) {  // hand a block to another stream with an event
       std::size_t const i        = pick(live.size());
       std::ptrdiff_t const owner = worker_for(live[i]);
-      if (owner < 0 || live[i].graph || (capture.on && live[i].on == capture.s)) { continue; }
+      if (owner < 0 || live[i].graph || (capture.on && live[i].on == capture.s)) { return; }
       cudaStream_t const to = streams[pick(streams.size())];
-      if (capture.on && resolve_on(to) == capture.s) { continue; }
+      if (capture.on && resolve_on(to) == capture.s) { return; }
       hand_over(static_cast<std::size_t>(owner), i, to);
       ++ops["hand over"];
     } else if (r < 83) {  // flush from any thread and context
       workers[w]->call([&] { (void)cache->flush(); });
       ++ops["flush"];
     } else if (r < 86) {  // a thread exits; another starts
-      if (capture.on && w == capture.worker) { continue; }
+      if (capture.on && w == capture.worker) { return; }
       hand_over_defaults(w);
       workers[w] = std::make_unique<worker>(static_cast<int>(pick(2)));
       ++ops["thread exit"];
     } else if (r < 89) {  // a thread switches context
-      if (capture.on && w == capture.worker) { continue; }
+      if (capture.on && w == capture.worker) { return; }
       hand_over_defaults(w);
       int const ctx = static_cast<int>(pick(2));
       workers[w]->call([&] { model::ctx_stack = {ctx}; });
       workers[w]->ctx_ = ctx;
       ++ops["context switch"];
     } else if (r < 90) {  // a stream is destroyed after its blocks are freed; a new one is made
-      if (pick(10) != 0) { continue; }
+      if (pick(10) != 0) { return; }
       std::size_t const k  = pick(streams.size());
       cudaStream_t const h = streams[k];
-      if (capture.on && resolve_on(h) == capture.s) { continue; }
+      if (capture.on && resolve_on(h) == capture.s) { return; }
       for (std::size_t i = live.size(); i-- > 0;) {
         if (live[i].handle == h) { free_block(w, i); }
       }
@@ -879,20 +357,19 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
         }
         // A stream with blocks would have them freed into the graph; a blocking one would make
         // the legacy stream's use an error of the test's own.
-        if (busy || s->blocking) { continue; }
+        if (busy || s->blocking) { return; }
         std::lock_guard lock{the().mutex};
-        s->capturing = true;
-        s->mode      = static_cast<cudaStreamCaptureMode>(pick(3));
-        capture      = {true, w, h, s};
+        the().begin_capture(*s, static_cast<cudaStreamCaptureMode>(pick(3)), workers[w]->id());
+        capture = {true, w, h, s};
         ++ops["capture"];
       } else {
         std::lock_guard lock{the().mutex};
-        capture.s->capturing = false;
-        capture.on           = false;
+        if (model::graph* g = the().end_capture(*capture.s)) { the().destroy_graph(*g); }
+        capture.on = false;
         // Graph memory left live is the graph's output: the test frees it eagerly later.
       }
     } else if (r < 96) {  // where no capture runs: everything back, unproven blocks too
-      if (capture.on || pick(4) != 0) { continue; }
+      if (capture.on || pick(4) != 0) { return; }
       workers[w]->call([&] { (void)cache->synchronize_and_flush(); });
       if (cache->statistics().unproven_bytes != 0) {
         the().violation("synchronize_and_flush left unproven blocks");
@@ -904,11 +381,11 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       model::stream* s = resolve_on(h);
       if (s != nullptr && !s->capturing) { model::merge(the().completed, s->clock); }
     }
-  }
+  });
 
   if (capture.on) {
     std::lock_guard lock{the().mutex};
-    capture.s->capturing = false;
+    if (model::graph* g = the().end_capture(*capture.s)) { the().destroy_graph(*g); }
   }
   rmm_next::thread_cache_statistics const st = cache->statistics();
   std::printf("%ld steps; hits %llu, misses %llu, bypasses %llu, flushes %llu, unproven %llu B\n",
@@ -937,10 +414,7 @@ TEST(ThreadCacheModel, EveryBlockHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   }
   workers.clear();
   cache.reset();
-  for (std::string const& v : the().violations) {
-    ADD_FAILURE() << v << " (seed " << seed << ")";
-  }
-  EXPECT_EQ(the().invalidated_captures, 0) << "seed " << seed;
+  model::report_violations(seed);
   EXPECT_GT(st.hits, 0u);
   EXPECT_GT(ops["capture"], 0);
 }
