@@ -870,3 +870,26 @@ TEST_F(VmmResource, AForkedChildRefusesEveryAllocationWithATypedError)
   EXPECT_TRUE(again == fenced || again == plain);
   mr.deallocate_sync(again, 8192);
 }
+
+TEST_F(VmmResource, ADefaultStreamOfAnotherContextIsAnotherLane)
+{
+  vmm_resource mr;
+  for (cudaStream_t const handle : {cudaStreamPerThread, cudaStream_t{}}) {
+    void* a = mr.allocate(handle, 4096);
+    mr.deallocate(handle, a, 4096);  // device 0's default stream of this thread
+    ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+    std::size_t waits = fc::fake().events.waits.size();
+    void* b           = mr.allocate(handle, 4096);  // device 1's: the same handle, another stream
+    EXPECT_EQ(b, a);
+    EXPECT_GT(fc::fake().events.waits.size(), waits);  // it waited for device 0's free
+    mr.deallocate(handle, b, 4096);
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    fc::fake().second_context = true;  // a second context of device 0: another stream again
+    waits                     = fc::fake().events.waits.size();
+    void* c                   = mr.allocate(handle, 4096);
+    EXPECT_EQ(c, a);
+    EXPECT_GT(fc::fake().events.waits.size(), waits);
+    mr.deallocate(handle, c, 4096);
+    fc::fake().second_context = false;
+  }
+}

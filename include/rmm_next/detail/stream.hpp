@@ -73,25 +73,26 @@ namespace detail {
   return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
 }
 
-/** @brief A number unique to the calling thread for the life of the process (never 0). */
-inline std::uint64_t thread_serial() noexcept
-{
-  static std::atomic<std::uint64_t> next{0};
-  thread_local std::uint64_t const mine = ++next;
-  return mine;
-}
-
 /**
  * @brief What orders work queued on eager `stream` from the calling thread: equal lanes are one
  * stream, whose later events cover its earlier ones. The stream's unique id for a stream the
- * program made; for `cudaStreamPerThread` and 0, which name a different stream on each thread (0
- * does in programs built with per-thread default streams), the thread and the handle. 0 when the
- * driver cannot tell.
+ * program made. `cudaStreamPerThread` and 0 name a different stream on each thread and in each
+ * context (0 does in programs built with per-thread default streams): their lane is the thread's,
+ * renumbered whenever the thread's current context has changed since its last call (a context it
+ * returns to gets a new number, which only adds waits), and the handle. 0 when the driver cannot
+ * tell.
  */
 inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
 {
   if (stream == cudaStreamPerThread || stream == cudaStream_t{}) {
-    return (std::uint64_t{1} << 63) | (thread_serial() << 1) | (stream == cudaStream_t{} ? 1 : 0);
+    static std::atomic<std::uint64_t> next{0};
+    thread_local CUcontext context{};
+    thread_local std::uint64_t serial{0};
+    if (CUcontext const now = current_context_or_null(); serial == 0 || now != context) {
+      context = now;
+      serial  = ++next;
+    }
+    return (std::uint64_t{1} << 63) | (serial << 1) | (stream == cudaStream_t{} ? 1 : 0);
   }
   return stream_id(stream);
 }
