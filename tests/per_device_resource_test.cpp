@@ -12,6 +12,7 @@
 // The process-wide map lives for the whole program: each test leaves it as it found it, and the
 // fake runtime is never reset (the map's initial resources name its pools).
 
+#include "support/cccl_version.hpp"
 #include "support/fake_cuda_runtime.hpp"
 
 #include <rmm_next/any_resource.hpp>
@@ -187,7 +188,7 @@ TEST_F(ProcessWide, BadDeviceIdsThrowAndChangeNothing)
   EXPECT_EQ(bytes_taken_from(rmm_next::get_per_device_resource_ref(1), current_pool(1)), bytes);
 }
 
-#if CCCL_MAJOR_VERSION > 3 || (CCCL_MAJOR_VERSION == 3 && CCCL_MINOR_VERSION >= 4)
+#if RMM_NEXT_TEST_CCCL_AT_LEAST(3, 4)
 TEST_F(ProcessWide, ResourceCastFindsTheResourcesBehindTheRefs)
 {
   // The initial resource: an async_device_resource on the device's current pool.
@@ -225,8 +226,7 @@ TEST_F(ProcessWide, ResourceCastFindsTheResourcesBehindTheRefs)
 #else
 TEST_F(ProcessWide, ResourceCastFindsTheResourcesBehindTheRefs)
 {
-  GTEST_SKIP() << "cuda::mr::resource_cast needs CCCL 3.4 or later; this build has CCCL "
-               << CCCL_MAJOR_VERSION << "." << CCCL_MINOR_VERSION << "." << CCCL_PATCH_VERSION;
+  GTEST_SKIP() << rmm_next::test::needs_cccl("cuda::mr::resource_cast", "3.4");
 }
 #endif
 

@@ -11,6 +11,7 @@
 // (support/fake_resource.hpp); the async resources are checked at compile time here and on a
 // device in cccl_interop_gpu_test.cu.
 
+#include "support/cccl_version.hpp"
 #include "support/fake_resource.hpp"
 
 #include <rmm_next/any_resource.hpp>
@@ -25,26 +26,13 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
 
-#define RMM_NEXT_TEST_CCCL_AT_LEAST(major, minor) \
-  (CCCL_MAJOR_VERSION > (major) || (CCCL_MAJOR_VERSION == (major) && CCCL_MINOR_VERSION >= (minor)))
-
 namespace rmm_next::test {
 namespace {
-
-/** What a test that needs a newer CCCL says when it skips. */
-[[maybe_unused]] std::string needs(char const* feature, char const* version)
-{
-  std::ostringstream out;
-  out << feature << " needs CCCL " << version << " or later; this build has CCCL "
-      << CCCL_MAJOR_VERSION << "." << CCCL_MINOR_VERSION << "." << CCCL_PATCH_VERSION;
-  return out.str();
-}
 
 using device_mr = cuda::mr::device_accessible;
 using host_mr   = cuda::mr::host_accessible;
@@ -181,11 +169,11 @@ TEST(DynamicResourceCast, NarrowsAnAnyResource)
 
 TEST(ResourceCast, FindsTheResourceARefIsBoundTo)
 {
-  GTEST_SKIP() << needs("cuda::mr::resource_cast", "3.4");
+  GTEST_SKIP() << needs_cccl("cuda::mr::resource_cast", "3.4");
 }
 TEST(DynamicResourceCast, AddsAPropertyTheResourceHas)
 {
-  GTEST_SKIP() << needs("cuda::mr::dynamic_resource_cast", "3.4");
+  GTEST_SKIP() << needs_cccl("cuda::mr::dynamic_resource_cast", "3.4");
 }
 
 #endif
@@ -240,7 +228,7 @@ TEST(SharedResource, IsAnUpstreamOfRmmNextAdaptors)
 
 TEST(SharedResource, HoldsAnRmmNextAdaptorAndCopiesShareIt)
 {
-  GTEST_SKIP() << needs("cuda::mr::shared_resource", "3.2");
+  GTEST_SKIP() << needs_cccl("cuda::mr::shared_resource", "3.2");
 }
 
 #endif
