@@ -6,9 +6,10 @@
 // CCCL's pools and type-erased resources with rmm-next's, on a device: an rmm-next resource over a
 // cuda::device_memory_pool and its pool_ref, CCCL's pool_ref and an rmm-next adaptor over an
 // rmm-next pool, rmm-next resources inside cuda::mr::any_resource and shared_resource (CCCL 3.2
-// and later), resource_cast behind the process-wide refs (CCCL 3.4 and later), and the owning
-// per-device setters with get_current_device_resource_ref (every CCCL). Each round trip allocates,
-// has a kernel write every byte and another count the bytes that differ, and frees.
+// and later), resource_cast behind the process-wide refs (CCCL 3.4 and later), the owning
+// per-device setters with get_current_device_resource_ref (every CCCL), and the pool attributes
+// CUDA 13.3 added, read by rmm-next's pool statistics as CCCL 3.5 reads them. Each round trip
+// allocates, has a kernel write every byte and another count the bytes that differ, and frees.
 //
 // Built against the toolkit's CCCL (cccl_interop_gpu_test) and, where a newer one is given
 // (RMM_NEXT_TEST_CCCL_INCLUDE, or RMM's with RMM_NEXT_RMM_ROOT), against it too
@@ -19,10 +20,12 @@
 #include "support/device_round_trip.cuh"
 #include "support/stream_guard.hpp"
 
+#include <rmm_next/allocation_handle_type.hpp>
 #include <rmm_next/any_resource.hpp>
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/pool_statistics.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
 
@@ -32,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -165,6 +169,58 @@ TEST_F(CcclInterop, AnRmmNextResourceViewsACcclDeviceMemoryPool)
 }
 
 #endif
+
+TEST_F(CcclInterop, PoolStatisticsHaveTheCuda133AttributesWhereTheRuntimeHasThem)
+{
+  constexpr std::uint64_t maximum = std::uint64_t{1} << 30;
+  async_device_resource owned{
+    pool_options{.maximum_pool_size  = maximum,
+                 .export_handle_type = rmm_next::allocation_handle_type::posix_file_descriptor},
+    0};
+  rmm_next::pool_statistics const s = owned.statistics();
+  int driver{};
+  ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
+  std::printf("runtime headers %d, driver %d: the CUDA 13.3 pool attributes are %s\n",
+              CUDART_VERSION,
+              driver,
+              s.allocation_type ? "read" : "not available");
+  if (!s.allocation_type) {
+    // Compiled against an older CUDA, or a driver that does not answer them: all empty.
+    EXPECT_TRUE(CUDART_VERSION < 13030 || driver < 13030)
+      << "a CUDA 13.3 program on a CUDA 13.3 driver reads them";
+    EXPECT_FALSE(s.export_handle_types.has_value());
+    EXPECT_FALSE(s.location.has_value());
+    EXPECT_FALSE(s.maximum_pool_size.has_value());
+    EXPECT_FALSE(s.hardware_decompress.has_value());
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the driver's refusal was cleared";
+    return;
+  }
+  EXPECT_EQ(s.allocation_type, cudaMemAllocationTypePinned);
+  EXPECT_EQ(s.export_handle_types, rmm_next::allocation_handle_type::posix_file_descriptor);
+  ASSERT_TRUE(s.location.has_value());
+  EXPECT_EQ(s.location->type, cudaMemLocationTypeDevice);
+  EXPECT_EQ(s.location->id, 0);
+  ASSERT_TRUE(s.maximum_pool_size.has_value());
+  EXPECT_GE(*s.maximum_pool_size, maximum) << "the driver may round the bound up";
+  EXPECT_EQ(s.hardware_decompress, false);
+#if RMM_NEXT_TEST_CCCL_AT_LEAST(3, 5) && CUDART_VERSION >= 13030
+  // The same values as CCCL 3.5 reads them.
+  namespace attributes = cuda::memory_pool_attributes;
+  cuda::device_memory_pool_ref ref{owned.pool_handle()};
+  EXPECT_EQ(*s.allocation_type, ref.attribute(attributes::allocation_type));
+  EXPECT_EQ(static_cast<cudaMemAllocationHandleType>(*s.export_handle_types),
+            ref.attribute(attributes::export_handle_types));
+  EXPECT_EQ(s.location->id, ref.attribute(attributes::location_id));
+  EXPECT_EQ(s.location->type, ref.attribute(attributes::location_type));
+  EXPECT_EQ(*s.maximum_pool_size, ref.attribute(attributes::max_pool_size));
+  EXPECT_EQ(*s.hardware_decompress, ref.attribute(attributes::hw_decompress_enabled));
+#endif
+  // The device's current pool, which rmm-next did not make: no bound, no export handle.
+  rmm_next::pool_statistics const current = async_device_resource{0}.statistics();
+  EXPECT_EQ(current.maximum_pool_size, 0U);
+  EXPECT_EQ(current.export_handle_types, rmm_next::allocation_handle_type::none);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "nothing left sticky";
+}
 
 TEST_F(CcclInterop, TheProcessWideOwningSetterHandsItsPoolToTheCurrentRef)
 {
