@@ -7,7 +7,9 @@
 #   - expects tests/compile_fail/literal_zero_stream.cpp (a literal 0 for the stream) to fail
 #     with the message that says to pass a stream, and
 #   - builds and runs the CPU conformance tests (below: the refs, the adaptors over resources and
-#     refs, the thread cache, cuda::mr::any_resource where CCCL has it).
+#     refs, the thread cache, cuda::mr::any_resource where CCCL has it, the owning setters of
+#     per_device_resource_map, resource_cast / dynamic_resource_cast / shared_resource where CCCL
+#     has them).
 # It prints one line per CCCL x compiler and exits non-zero on any failure. Before that it checks
 # that README.md and docs/ name the CCCL and CUDA 12 ranges of the list below.
 #
@@ -41,7 +43,8 @@ cccls=(
 compilers=(g++ nvcc)
 # The CPU conformance tests (GoogleTest programs that need no GPU).
 tests=(tests/compat/conformance_test.cpp tests/resource_ref_test.cpp
-       tests/statistics_adaptor_test.cpp tests/thread_cache_adaptor_test.cpp)
+       tests/statistics_adaptor_test.cpp tests/thread_cache_adaptor_test.cpp
+       tests/any_resource_test.cpp tests/compat/cccl_interop_test.cpp)
 
 # ---- The ranges the docs must name ----------------------------------------------------------------
 # "CCCL <first> to <last>" over the CCCL 3 entries, "CUDA <first>–<last>" over the CUDA 12 runtimes.

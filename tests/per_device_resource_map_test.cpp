@@ -7,6 +7,7 @@
 // few behaviours that depend on whether a CUDA driver is present.
 
 #include "support/fake_resource.hpp"
+#include "support/heap_bytes.hpp"
 
 #include <rmm_next/error.hpp>
 #include <rmm_next/per_device_resource.hpp>
@@ -16,13 +17,6 @@
 #include <cuda_runtime_api.h>
 
 #include <gtest/gtest.h>
-
-#if defined(__SANITIZE_THREAD__)
-// From <sanitizer/allocator_interface.h>, which not every toolchain installs.
-extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
-#else
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +34,7 @@ namespace {
 using rmm_next::device_async_resource_ref;
 using rmm_next::test::allocates_from;
 using rmm_next::test::fake_resource;
+using rmm_next::test::heap_bytes;
 using device_map = rmm_next::per_device_resource_map<device_async_resource_ref>;
 
 constexpr int num_devices = 4;
@@ -66,17 +61,6 @@ struct fixture_resources {
     };
   }
 };
-
-/** The bytes the program has allocated from the heap now. */
-std::size_t heap_bytes()
-{
-#if defined(__SANITIZE_THREAD__)
-  return __sanitizer_get_current_allocated_bytes();
-#else
-  struct mallinfo2 const info = mallinfo2();
-  return info.uordblks + info.hblkhd;
-#endif
-}
 
 template <class Ref>
 bool same(Ref const& lhs, Ref const& rhs)
@@ -534,18 +518,9 @@ TEST(PerDeviceResourceMap, ReadersSeeOnlyRefsThatWereSetWhileWritersSetAndReset)
     EXPECT_LE(res.calls_per_device[d].load(), 1);  // 0 when readers only ever saw set refs
   }
   // Every allocation made through any ref was freed through the same resource.
-  long allocations = 0;
-  long frees       = 0;
-  for (auto const& s : set_resources) {
-    allocations += s.allocations();
-    frees += s.deallocations();
-  }
-  for (auto const& s : res.initial) {
-    allocations += s.allocations();
-    frees += s.deallocations();
-  }
-  EXPECT_EQ(allocations, frees);
-  EXPECT_GT(allocations, 0);
+  auto const totals = rmm_next::test::totals_of(set_resources, res.initial);
+  EXPECT_EQ(totals.allocations, totals.deallocations);
+  EXPECT_GT(totals.allocations, 0);
 }
 
 TEST(PerDeviceResourceMap, SetAndResetKeepMemoryConstant)

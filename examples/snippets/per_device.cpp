@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <memory>
+#include <utility>
 #include <vector>
 
 // [library-map]
@@ -110,6 +111,22 @@ void legacy_free_functions()
   // [legacy end]
 }
 
+void owning_free_functions()
+{
+  // [owning]
+  // As RMM 26.06 and later: the map takes the resource over and hands the previous one back.
+  auto previous = rmm_next::set_current_device_resource(
+    rmm_next::async_device_resource{rmm_next::pool_options{}});
+
+  auto ref = rmm_next::get_current_device_resource_ref();  // the pool the map now holds
+  void* p  = ref.allocate_sync(1 << 20, rmm_next::default_alignment);
+  ref.deallocate_sync(p, 1 << 20, rmm_next::default_alignment);
+
+  // Restore; the resource that comes back is ours, and its pool goes with its last copy.
+  auto const mine = rmm_next::set_current_device_resource(std::move(previous));
+  // [owning end]
+}
+
 }  // namespace
 
 int main()
@@ -125,6 +142,7 @@ int main()
   application_choice();
   factory_forms(pools);
   legacy_free_functions();
+  owning_free_functions();
   if (cudaDeviceSynchronize() != cudaSuccess) { return 1; }
   std::printf("per-device snippets ran on %d device(s)\n", count);
   return 0;

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+#include <rmm_next/any_resource.hpp>
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
@@ -17,7 +18,8 @@
 
 /**
  * @file
- * @brief The process-wide `per_device_resource_map`, RMM's free functions over it, and
+ * @brief The process-wide `per_device_resource_map`, RMM's free functions over it (the `_ref`
+ * setters of RMM 25.12–26.04 and the owning setters of RMM 26.06 and later), and
  * `enable_thread_cache`, which puts a `thread_cache_adaptor` in front of it.
  *
  * Prefer a map of your own (`per_device_resource_map`): what is set here changes the memory of
@@ -118,6 +120,64 @@ inline device_async_resource_ref reset_per_device_resource_ref(int device)
 {
   return detail::per_device_resource_map_access::reset(
     get_per_device_resource_map(), device, "reset_per_device_resource_ref");
+}
+
+/**
+ * @brief Hands `resource` over to the process-wide map as the resource of `device`, as RMM 26.06
+ * and later's `rmm::mr::set_per_device_resource` does: the map keeps it alive while it is set, and
+ * `get_per_device_resource_ref(device)` and `get_current_device_resource_ref()` (on `device`)
+ * refer to it. A resource passed by lvalue is copied in (rmm-next's resources are handles: the
+ * copy shares the pool).
+ *
+ * What the map does with a resource a `_ref` setter or a reset then replaces, and what happens to
+ * refs, is said at `per_device_resource_map` (Lifetime). A resource still set when the process
+ * exits is never destroyed (the map is never destroyed), so its destructor makes no CUDA call
+ * during the runtime's teardown.
+ *
+ * @return The previous resource, now the caller's: the one handed over before, or one made from
+ * the previous ref (`per_device_resource_map::set`). Setting it back restores the previous state;
+ * for a device not used yet, that is a reset.
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ * @throws rmm_next::logic_error if `resource` holds nothing (moved from); nothing changes.
+ */
+inline any_device_resource set_per_device_resource(int device, any_device_resource resource)
+{
+  return detail::per_device_resource_map_access::set_owned(
+    get_per_device_resource_map(), device, std::move(resource), "set_per_device_resource");
+}
+
+/**
+ * @brief `set_per_device_resource(current device, resource)` (RMM's
+ * `rmm::mr::set_current_device_resource`).
+ * @throws cuda_error if no usable CUDA driver or device exists.
+ */
+inline any_device_resource set_current_device_resource(any_device_resource resource)
+{
+  return detail::per_device_resource_map_access::set_current_owned(
+    get_per_device_resource_map(), std::move(resource), "set_current_device_resource");
+}
+
+/**
+ * @brief Makes the initial `async_device_resource` the process-wide resource of `device` again
+ * and hands the previous one back, as `set_per_device_resource` does (RMM's
+ * `rmm::mr::reset_per_device_resource`).
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ */
+inline any_device_resource reset_per_device_resource(int device)
+{
+  return detail::per_device_resource_map_access::release(
+    get_per_device_resource_map(), device, "reset_per_device_resource");
+}
+
+/**
+ * @brief `reset_per_device_resource(current device)` (RMM's
+ * `rmm::mr::reset_current_device_resource`).
+ * @throws cuda_error if no usable CUDA driver or device exists.
+ */
+inline any_device_resource reset_current_device_resource()
+{
+  return detail::per_device_resource_map_access::release_current(get_per_device_resource_map(),
+                                                                 "reset_current_device_resource");
 }
 
 /**

@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
 
+#include <rmm_next/any_resource.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -13,6 +14,7 @@
 #include <rmm_next/detail/reader_indicators.hpp>
 #include <rmm_next/detail/stand_in_resource.hpp>
 #include <rmm_next/detail/thread_ref_cache.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/error_macros.hpp>
 
@@ -70,6 +72,16 @@ concept initial_resource_factory =
    resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref> ||
    shared_resource_for<std::invoke_result_t<std::decay_t<Factory>&, int>, Ref>);
 
+/**
+ * @brief `R` is what an owning `set` of a map of `Ref`s takes over: its owning type
+ * (`any_resource_for<Ref>`, copied from an lvalue), or a resource or ref it is made from that is
+ * not an lvalue (an lvalue resource or ref goes to the ref overload, which refers to it).
+ */
+template <class R, class Ref>
+concept handed_over = std::is_same_v<std::remove_cvref_t<R>, any_resource_for<Ref>> ||
+                      (!std::is_lvalue_reference_v<R> && !converts_to_ref<R, Ref> &&
+                       std::is_constructible_v<any_resource_for<Ref>, R>);
+
 }  // namespace detail
 
 /**
@@ -84,8 +96,25 @@ concept initial_resource_factory =
  *
  * - Lifetime: what the factory made lives exactly as long as the map, so a ref to it stays valid
  *   until the map is destroyed, even after `set` or `reset` replaced it. Refs are handed out by
- *   value; a resource the caller passes to `set` must outlive its uses, as with any ref.
- * - Memory: constant per device, whatever the number of `set` and `reset` calls.
+ *   value; a resource the caller passes to `set` as a ref must outlive its uses, as with any ref.
+ * - Owning `set`: `set(device, any_resource_for<Ref>)` hands a resource over, as RMM 26.06 and
+ *   later's `set_per_device_resource` does. The map keeps it alive while it is the device's
+ *   resource, and moves it out, owned, to the caller of the owning `set` or `release` that
+ *   replaces it. A ref setter or `reset` that replaces it leaves it with the map, which keeps it
+ *   until the device's next owning `set` or `release` destroys it (or the map is destroyed): the
+ *   ref that setter returns stays valid until then, and setting it back makes the resource the
+ *   map's current one again.
+ * - Refs to a handed-over resource are valid while the map holds it. Once it is moved out, refs
+ *   read before reach it only where the move left it in place: always before CCCL 3.2 (a shared
+ *   heap holder) and, with CCCL's `any_resource`, for a resource larger than three pointers, which
+ *   it keeps on the heap (rmm-next's async resources are); then they stay valid while the returned
+ *   resource lives. A small resource (a CCCL `shared_resource`, a ref) moves with it: take new
+ *   refs from what was returned, and do not replace a resource that other threads may still be
+ *   allocating through. Code that keeps a resource beyond a call keeps an owning copy, as RMM's
+ *   `device_buffer` does (with CCCL 3.2 and later, an `any_resource_for<Ref>` made from the ref
+ *   copies the resource).
+ * - Memory: constant per device, whatever the number of `set` and `reset` calls (the map holds at
+ *   most one handed-over resource per device).
  * - Thread safety: every member may be called concurrently. `get` and `get_current` take no lock
  *   once the device's ref exists; `set`, `reset` and the first use of a device, which calls the
  *   factory, are serialized by a mutex. Reads and writes meet in a Left-Right scheme: each device
@@ -190,6 +219,60 @@ class per_device_resource_map {
     return set_current(std::move(ref), "per_device_resource_map::set_current");
   }
 
+  /** @brief The owning type the owning members take and return (`any_resource_for<Ref>`). */
+  using any_resource_type = any_resource_for<Ref>;
+
+  /**
+   * @brief Hands `resource` over: the map keeps it alive while it is the device's resource (see
+   * Lifetime above). Takes an `any_resource_type`, or a resource or ref that is not an lvalue
+   * (an lvalue resource goes to `set(device, Ref)`, which only refers to it).
+   *
+   * Never runs the factory. Setting back what a `set` or `release` returned for a device that had
+   * no ref yet (a holder of the stand-in described at `set(device, Ref)`) is `reset(device)`.
+   *
+   * @return The previous resource, owned by the caller: the one an earlier owning `set` handed
+   * over, moved out of the map; otherwise an `any_resource_type` made from the previous ref
+   * (with CCCL 3.2 and later a copy of the resource it refers to; before, that ref).
+   * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
+   * @throws rmm_next::logic_error if `resource` holds no resource (a moved-from any_resource);
+   * nothing changes.
+   */
+  template <class Resource>
+    requires detail::handed_over<Resource, Ref>
+  any_resource_type set(int device, Resource&& resource)
+  {
+    return set_owned(
+      device, any_resource_type(std::forward<Resource>(resource)), "per_device_resource_map::set");
+  }
+
+  /** @brief The owning `set(current device, resource)`. */
+  template <class Resource>
+    requires detail::handed_over<Resource, Ref>
+  any_resource_type set_current(Resource&& resource)
+  {
+    constexpr std::string_view what = "per_device_resource_map::set_current";
+    return set_owned(
+      detail::current_device(what), any_resource_type(std::forward<Resource>(resource)), what);
+  }
+
+  /**
+   * @brief The owning `reset(device)`: makes the factory's resource the device's again and hands
+   * the previous resource back, as the owning `set` does (RMM's `reset_per_device_resource`).
+   * Never runs the factory.
+   * @throws std::out_of_range if `device` is not in [0, device_count()); nothing changes.
+   */
+  any_resource_type release(int device)
+  {
+    return release(device, "per_device_resource_map::release");
+  }
+
+  /** @brief `release(current device)`. */
+  any_resource_type release_current()
+  {
+    constexpr std::string_view what = "per_device_resource_map::release_current";
+    return release(detail::current_device(what), what);
+  }
+
   /**
    * @brief Makes the factory's resource the ref of `device` again. Never runs the factory: a
    * device whose resource was not made yet gets it on its next use.
@@ -251,13 +334,40 @@ class per_device_resource_map {
   {
     check_device(device, what);
     std::lock_guard lock{write_mutex_};
-    Ref previous = previous_locked(device);
+    Ref previous        = previous_locked(device);
+    device_state& state = devices_[device];
     if (is_stand_in(device, ref)) {
       restore_initial_locked(device);
+    } else if (state.owned && ref == state.owned->ref) {
+      // The handed-over resource set back by its ref: the map's own copy is current again.
+      publish(device, &state.owned->ref);
+      state.owned_current = true;
     } else {
       publish(device, &ref);
+      state.owned_current = false;
     }
     return previous;
+  }
+
+  any_resource_type set_owned(int device, any_resource_type resource, std::string_view what)
+  {
+    check_device(device, what);
+    if (!detail::holds_resource(resource)) {
+      detail::throw_error<logic_error>(what,
+                                       "the resource is empty (a moved-from any_resource); pass "
+                                       "one that holds a resource, or call reset");
+    }
+    // Made before the lock: if it throws, nothing changed.
+    auto next = std::make_unique<owned_node>(std::move(resource));
+    std::lock_guard lock{write_mutex_};
+    return replace_owned_locked(device, std::move(next));
+  }
+
+  any_resource_type release(int device, std::string_view what)
+  {
+    check_device(device, what);
+    std::lock_guard lock{write_mutex_};
+    return replace_owned_locked(device, nullptr);
   }
 
   Ref set_current(Ref ref, std::string_view what)
@@ -272,6 +382,40 @@ class per_device_resource_map {
     Ref previous = previous_locked(device);
     restore_initial_locked(device);
     return previous;
+  }
+
+  /** @brief A handed-over resource and the ref to it that readers copy. */
+  struct owned_node {
+    explicit owned_node(any_resource_type r)
+      : resource{std::move(r)}, ref{detail::ref_to_held<Ref>(resource)}
+    {
+    }
+    any_resource_type resource;
+    Ref ref;
+  };
+
+  /**
+   * @brief The owning `set` (`next`) and `release` (null): makes `next`, or the factory's
+   * resource, current, and returns the previous resource owned (see `set`). Write lock held.
+   */
+  any_resource_type replace_owned_locked(int device, std::unique_ptr<owned_node> next)
+  {
+    device_state& state     = devices_[device];
+    bool const held_current = state.owned_current;
+    // Made before anything changes (it may copy a resource, or run the factory when `Ref` has no
+    // stand-in): if it throws, nothing changed.
+    std::optional<any_resource_type> previous;
+    if (!held_current) { previous.emplace(previous_locked(device)); }
+    if (next && is_stand_in(device, next->ref)) { next.reset(); }  // setting the stand-in back
+    if (next) {
+      publish(device, &next->ref);
+    } else {
+      restore_initial_locked(device);
+    }
+    std::unique_ptr<owned_node> held = std::exchange(state.owned, std::move(next));
+    state.owned_current              = state.owned != nullptr;
+    if (held_current) { return std::move(held->resource); }
+    return *std::move(previous);  // a resource held but replaced by a ref setter dies here
   }
 
   Ref reset_current(std::string_view what) { return reset(detail::current_device(what), what); }
@@ -295,8 +439,10 @@ class per_device_resource_map {
   struct alignas(64) device_state {
     detail::left_right_value<Ref> current;   ///< what readers read; none before the first use
     std::atomic<node const*> made{nullptr};  ///< `initial` once the factory made it
-    std::optional<node> initial;       ///< what the factory made (written once, under the lock)
-    std::optional<stand_in> deferred;  ///< stands in for `initial` before it is made
+    std::optional<node> initial;        ///< what the factory made (written once, under the lock)
+    std::optional<stand_in> deferred;   ///< stands in for `initial` before it is made
+    std::unique_ptr<owned_node> owned;  ///< the last handed-over resource, while the map keeps it
+    bool owned_current{false};          ///< `owned` is the current one (under the lock)
   };
 
   /** @brief Whether a `Ref` binds to the stand-in (else `set` makes the factory's resource). */
@@ -440,6 +586,7 @@ class per_device_resource_map {
   {
     device_state& state = devices_[device];
     publish(device, state.initial ? &state.initial->ref : nullptr);
+    state.owned_current = false;
   }
 
   // What every read loads, on a cache line of its own: written only by `set` and `reset`. The
@@ -491,6 +638,29 @@ struct per_device_resource_map_access {
   static auto reset_current(Map& map, std::string_view what)
   {
     return map.reset_current(what);
+  }
+  template <class Map>
+  static auto set_owned(Map& map,
+                        int device,
+                        typename Map::any_resource_type r,
+                        std::string_view what)
+  {
+    return map.set_owned(device, std::move(r), what);
+  }
+  template <class Map>
+  static auto set_current_owned(Map& map, typename Map::any_resource_type r, std::string_view what)
+  {
+    return map.set_owned(current_device(what), std::move(r), what);
+  }
+  template <class Map>
+  static auto release(Map& map, int device, std::string_view what)
+  {
+    return map.release(device, what);
+  }
+  template <class Map>
+  static auto release_current(Map& map, std::string_view what)
+  {
+    return map.release(current_device(what), what);
   }
 };
 

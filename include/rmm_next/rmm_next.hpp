@@ -12,6 +12,7 @@
  */
 
 #include <rmm_next/alignment.hpp>
+#include <rmm_next/any_resource.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/error_macros.hpp>  // RMM_NEXT_CUDA_TRY, RMM_NEXT_EXPECTS
 #include <rmm_next/pool_options.hpp>

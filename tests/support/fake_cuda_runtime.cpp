@@ -818,7 +818,12 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, cudaMemPoolProps const* props
   if (fc::forked_child) { return cudaErrorInitializationError; }
   fc::note_query_mode("cudaMemPoolCreate");
   if (cudaError_t const s = fc::injected("cudaMemPoolCreate"); s != cudaSuccess) { return s; }
-  *pool = fc::add_pool(props->location, props->allocType, true);
+  *pool                          = fc::add_pool(props->location, props->allocType, true);
+  fc::record(*pool).max_size     = props->maxSize;
+  fc::record(*pool).handle_types = static_cast<unsigned>(props->handleTypes);
+#ifdef cudaMemPoolCreateUsageHwDecompress
+  fc::record(*pool).hw_decompress = (props->usage & cudaMemPoolCreateUsageHwDecompress) != 0;
+#endif
   if (fc::fake().fail_new_after_pool_create) {
     fc::fake().fail_new_after_pool_create = false;
     fc::fail_next_new                     = true;
@@ -839,6 +844,25 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, vo
   if (fc::forked_child) { return cudaErrorInitializationError; }
   fc::note_query_mode("cudaMemPoolGetAttribute");
   fc::pool_record const& r = fc::record(pool);
+#if CUDART_VERSION >= 13030
+  // The attributes CUDA 13.3 added, each as wide as its documented value type; an older driver
+  // refuses them.
+  auto const answer = [value](auto v) {
+    if (!fc::fake().knows_pool_attributes_13_3) { return cudaErrorInvalidValue; }
+    std::memcpy(value, &v, sizeof(v));
+    return cudaSuccess;
+  };
+  switch (attr) {
+    case cudaMemPoolAttrAllocationType: return answer(r.type);
+    case cudaMemPoolAttrExportHandleTypes:
+      return answer(static_cast<cudaMemAllocationHandleType>(r.handle_types));
+    case cudaMemPoolAttrLocationId: return answer(r.location.id);
+    case cudaMemPoolAttrLocationType: return answer(r.location.type);
+    case cudaMemPoolAttrMaxPoolSize: return answer(r.max_size);
+    case cudaMemPoolAttrHwDecompressEnabled: return answer(static_cast<int>(r.hw_decompress));
+    default: break;
+  }
+#endif
   std::uint64_t v{};
   switch (attr) {
     case cudaMemPoolAttrReleaseThreshold: v = r.release_threshold; break;

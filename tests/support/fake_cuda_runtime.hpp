@@ -35,6 +35,11 @@ struct pool_record {
   std::uint64_t release_threshold{0};
   std::map<int, cudaMemAccessFlags> access;  ///< granted to devices (the owner always has it)
   std::size_t used_bytes{0};
+  // What cudaMemPoolCreate was given, for the attributes CUDA 13.3 added (0 / none / false for
+  // driver and test pools).
+  std::uint64_t max_size{0};
+  unsigned handle_types{0};
+  bool hw_decompress{false};
 };
 
 struct stream_record {
@@ -133,6 +138,9 @@ struct state {
   std::vector<std::unique_ptr<stream_record>> streams;
   std::map<std::string, cudaError_t> fail_next;  ///< call name -> error its next call returns
   bool fail_new_after_pool_create{false};  ///< the operator new after cudaMemPoolCreate throws
+  /// cudaMemPoolGetAttribute answers the attributes CUDA 13.3 added (allocation type to hardware
+  /// decompression); false: refuses them with cudaErrorInvalidValue, as an older driver does.
+  bool knows_pool_attributes_13_3{true};
   std::vector<std::pair<cudaMemPool_t, std::uint64_t>> threshold_sets;  ///< every change
   /// The capture mode of the calling thread at each pool-management call (cudaMemPoolCreate,
   /// cudaMemPoolDestroy, cudaMemPoolGet/SetAttribute, cudaMemPoolGet/SetAccess,

@@ -112,6 +112,27 @@ static_assert(detail::synchronous_resource_with<fake_resource,
                                                 cuda::mr::device_accessible,
                                                 cuda::mr::host_accessible>);
 
+/** @brief Allocations and deallocations counted by a set of fake resources. */
+struct allocation_totals {
+  long allocations{0};
+  long deallocations{0};
+};
+
+/** @brief The counts of every fake resource (or one derived from it) in `ranges`, summed. */
+template <class... Ranges>
+allocation_totals totals_of(Ranges const&... ranges)
+{
+  allocation_totals totals;
+  auto const add = [&totals](auto const& range) {
+    for (fake_resource const& r : range) {
+      totals.allocations += r.allocations();
+      totals.deallocations += r.deallocations();
+    }
+  };
+  (add(ranges), ...);
+  return totals;
+}
+
 /** @brief Allocates and frees 64 bytes through `ref`; true when `owner` counted both. */
 template <class Ref>
 bool allocates_from(Ref ref, fake_resource const& owner)

@@ -170,17 +170,12 @@ class RMM_NEXT_NVTX_ABI async_pool_resource : public compat_members<Derived> {
   /** @brief The device the resource was made for. */
   [[nodiscard]] int device() const noexcept { return state_->device(); }
 
-  /** @brief The pool's statistics, read from its attributes now. */
-  [[nodiscard]] pool_statistics statistics() const
-  {
-    return pool_statistics{
-      pool_attribute(pool_, cudaMemPoolAttrReservedMemCurrent),
-      pool_attribute(pool_, cudaMemPoolAttrReservedMemHigh),
-      pool_attribute(pool_, cudaMemPoolAttrUsedMemCurrent),
-      pool_attribute(pool_, cudaMemPoolAttrUsedMemHigh),
-      pool_attribute(pool_, cudaMemPoolAttrReleaseThreshold),
-    };
-  }
+  /**
+   * @brief The pool's statistics, read from its attributes now; with CUDA 13.3 and later also
+   * its allocation type, export handle types, location, maximum size and hardware decompression
+   * (`pool_statistics`).
+   */
+  [[nodiscard]] pool_statistics statistics() const { return read_pool_statistics(pool_); }
 
   /** @brief Resets the pool's reserved and used high watermarks to their current values. */
   void reset_high_watermarks() const

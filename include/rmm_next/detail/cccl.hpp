@@ -24,6 +24,16 @@
 #define RMM_NEXT_CCCL_STREAM_ORDERED_MR 0
 #endif
 
+/**
+ * @brief 1 when CCCL has the owning type-erased resources `cuda::mr::any_resource` and
+ * `any_synchronous_resource` (CCCL 3.2 and later), 0 before.
+ */
+#if CCCL_MAJOR_VERSION > 3 || (CCCL_MAJOR_VERSION == 3 && CCCL_MINOR_VERSION >= 2)
+#define RMM_NEXT_CCCL_ANY_RESOURCE 1
+#else
+#define RMM_NEXT_CCCL_ANY_RESOURCE 0
+#endif
+
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {

@@ -6,7 +6,9 @@
 
 #include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/error_macros.hpp>
+#include <rmm_next/pool_statistics.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -41,6 +43,60 @@ inline void set_pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attr, std::ui
 {
   relaxed_capture_mode const relaxed;
   RMM_NEXT_CUDA_TRY(cudaMemPoolSetAttribute(pool, attr, &value));
+}
+
+/**
+ * @brief A pool attribute of type `T` (as wide as the driver writes it), or empty when the driver
+ * does not know the attribute (`cudaErrorInvalidValue` or `cudaErrorNotSupported`, cleared).
+ * @throws cuda_error for any other failure.
+ */
+template <class T>
+std::optional<T> pool_attribute_if_known(cudaMemPool_t pool, cudaMemPoolAttr attr)
+{
+  T value{};
+  relaxed_capture_mode const relaxed;
+  cudaError_t const status = cudaMemPoolGetAttribute(pool, attr, &value);
+  if (status == cudaSuccess) { return value; }
+  if (status == cudaErrorInvalidValue || status == cudaErrorNotSupported) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  throw_cuda_error(status, "cudaMemPoolGetAttribute", "cuda_error");
+}
+
+/** @brief The statistics of `pool`: its byte counts, and CUDA 13.3's attributes where known. */
+inline pool_statistics read_pool_statistics(cudaMemPool_t pool)
+{
+  pool_statistics s{
+    pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent),
+    pool_attribute(pool, cudaMemPoolAttrReservedMemHigh),
+    pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent),
+    pool_attribute(pool, cudaMemPoolAttrUsedMemHigh),
+    pool_attribute(pool, cudaMemPoolAttrReleaseThreshold),
+  };
+#if CUDART_VERSION >= 13030  // the attributes exist from CUDA 13.3 on
+  s.allocation_type =
+    pool_attribute_if_known<cudaMemAllocationType>(pool, cudaMemPoolAttrAllocationType);
+  if (auto const types = pool_attribute_if_known<cudaMemAllocationHandleType>(
+        pool, cudaMemPoolAttrExportHandleTypes)) {
+    s.export_handle_types = static_cast<allocation_handle_type>(*types);
+  }
+  auto const location_type =
+    pool_attribute_if_known<cudaMemLocationType>(pool, cudaMemPoolAttrLocationType);
+  auto const location_id = pool_attribute_if_known<int>(pool, cudaMemPoolAttrLocationId);
+  if (location_type && location_id) {
+    cudaMemLocation location{};
+    location.type = *location_type;
+    location.id   = *location_id;
+    s.location    = location;
+  }
+  s.maximum_pool_size = pool_attribute_if_known<std::uint64_t>(pool, cudaMemPoolAttrMaxPoolSize);
+  if (auto const decompress =
+        pool_attribute_if_known<int>(pool, cudaMemPoolAttrHwDecompressEnabled)) {
+    s.hardware_decompress = *decompress != 0;
+  }
+#endif
+  return s;
 }
 
 /** @brief Applies the release-threshold rule for pools the resource adopts but does not own. */
