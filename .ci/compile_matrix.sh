@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Compile matrix: against every CCCL minor that PyPI's nvidia-cuda-cccl offers (3.0 … 3.5, the
-# wheels of CUDA 13.0–13.3, with the CUDA 13 runtime headers of the installed toolkit) and the
-# CCCL 2.x of CUDA 12.6 and 12.9 (nvidia-cuda-cccl-cu12, with that CUDA's nvidia-cuda-runtime-cu12
-# headers and libcudart.so.12), with g++ and with nvcc, it
+# Compile matrix. Each line of the list below is one CUDA and one CCCL, each taken from one place:
+#   - CCCL 3.0 … 3.5 (the nvidia-cuda-cccl wheels of CUDA 13.0–13.3, one per minor) and a snapshot
+#     of CCCL's main branch (3.6, .ci/fetch_cccl_main.sh), over the installed CUDA 13 toolkit;
+#   - CUDA 12.6 and 12.9 with their CCCL 2.5 and 2.8, from that CUDA's wheels (runtime, CCCL, the
+#     crt headers of nvidia-cuda-nvcc-cu12, NVTX), compiled by the toolkit's nvcc (PyPI has no
+#     CUDA 12 nvcc) and by g++;
+#   - CUDA 13.5, all of it from its wheels (nvcc, runtime, crt, NVVM, NVTX, and CCCL 3.5), its own
+#     nvcc included: CCCL refuses an nvcc whose version is not the runtime headers'.
+# For every line, with g++ and with that line's nvcc, it
+#   - checks that the compiler sees the line's CCCL, CUDA runtime and nvcc versions, and that every
+#     header it reads comes from the line's own folders (not from the toolkit's, nor from copies of
+#     it such as /usr/local/include) but the toolkit lines' runtime headers and nvcc's own crt,
 #   - compiles every public header of rmm-next alone and tests/compat/instantiate.cpp,
 #   - expects tests/compile_fail/literal_zero_stream.cpp (a literal 0 for the stream) to fail
 #     with the message that says to pass a stream, and
@@ -10,16 +18,17 @@
 #     refs, the thread cache, cuda::mr::any_resource where CCCL has it, the owning setters of
 #     per_device_resource_map, resource_cast / dynamic_resource_cast / shared_resource where CCCL
 #     has them).
-# It prints one line per CCCL x compiler and exits non-zero on any failure. Before that it checks
-# that README.md and docs/ name the CCCL and CUDA 12 ranges of the list below.
+# It prints one line per CCCL x CUDA x compiler and exits non-zero on any failure. Before that it
+# checks that README.md and docs/ name the CCCL and CUDA 12 ranges of the list.
 #
 #   .ci/compile_matrix.sh               the matrix
-#   .ci/compile_matrix.sh --list        the list, one CCCL a line (no network)
+#   .ci/compile_matrix.sh --list        the list, one line each (no network)
 #   .ci/compile_matrix.sh --check-docs  only the check of README.md and docs/ (no network)
 #
-# Environment: RMM_NEXT_WHEEL_DIR caches the unpacked wheels (default
-# ${TMPDIR:-/tmp}/rmm-next-wheels, one folder per wheel, kept across runs); RMM_NEXT_MATRIX_JOBS
-# compiles that many at once (default 2); CUDA_HOME is the CUDA 13 toolkit (its nvcc and libcudart).
+# Environment: RMM_NEXT_WHEEL_DIR keeps the wheels, one folder per line (default
+# ${TMPDIR:-/tmp}/rmm-next-wheels, kept across runs); RMM_NEXT_MATRIX_JOBS compiles that many at once
+# (default 2); RMM_NEXT_MATRIX_LINES runs only the lines whose label (--list's first column)
+# matches this extended regular expression; CUDA_HOME is the CUDA 13 toolkit.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,18 +36,30 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 wheel_dir=${RMM_NEXT_WHEEL_DIR:-${TMPDIR:-/tmp}/rmm-next-wheels}
 jobs=${RMM_NEXT_MATRIX_JOBS:-2}
 
-# ---- The list: CCCL major.minor, the wheel that carries it, the CUDA runtime it goes with -------
-# One wheel per CCCL minor, the newest of each (pip index versions nvidia-cuda-cccl; the 13.3.x
-# builds carry CCCL 3.3, 3.4 and 3.5). "toolkit": the CUDA 13 runtime headers of $cuda.
-cccls=(
-  "3.0 nvidia-cuda-cccl==13.0.85 toolkit"
-  "3.1 nvidia-cuda-cccl==13.1.115 toolkit"
-  "3.2 nvidia-cuda-cccl==13.2.86 toolkit"
-  "3.3 nvidia-cuda-cccl==13.3.3.4.1 toolkit"
-  "3.4 nvidia-cuda-cccl==13.3.4.3.1 toolkit"
-  "3.5 nvidia-cuda-cccl==13.3.5.0.6 toolkit"
-  "2.5 nvidia-cuda-cccl-cu12==12.6.77 nvidia-cuda-runtime-cu12==12.6.77"
-  "2.8 nvidia-cuda-cccl-cu12==12.9.27 nvidia-cuda-runtime-cu12==12.9.79"
+# ---- The list ----------------------------------------------------------------------------------
+# <CCCL> <CUDA> <kind> <what, installed into the line's own folder>
+#   toolkit  the CCCL of one nvidia-cuda-cccl wheel (pip index versions nvidia-cuda-cccl: the
+#            newest of each minor; the 13.3.x builds carry CCCL 3.3, 3.4 and 3.5), or "main" for
+#            .ci/fetch_cccl_main.sh's snapshot, over the toolkit at $CUDA_HOME (its runtime
+#            headers, libcudart and nvcc); <CUDA> is that toolkit's, checked.
+#   cu12     the wheels of one CUDA 12 release: runtime, CCCL, and nvidia-cuda-nvcc-cu12 for the
+#            crt headers that the runtime headers include (that wheel has no compiler driver). The
+#            toolkit's nvcc compiles the .cu side, with its own crt. (nvidia-nvtx-cu12 has no
+#            nvToolsExtMem.h: with these wheels rmm-next compiles NVTX out, as for g++ here.)
+#   wheels   a whole CUDA 13 from its wheels, nvcc included, in one pip --target folder (they
+#            share nvidia/cu13/{bin,include,lib}). nvidia-cuda-crt is needed: without it g++
+#            would take the crt headers of whatever toolkit is on its default include path.
+lines=(
+  "3.0 13.0 toolkit nvidia-cuda-cccl==13.0.85"
+  "3.1 13.0 toolkit nvidia-cuda-cccl==13.1.115"
+  "3.2 13.0 toolkit nvidia-cuda-cccl==13.2.86"
+  "3.3 13.0 toolkit nvidia-cuda-cccl==13.3.3.4.1"
+  "3.4 13.0 toolkit nvidia-cuda-cccl==13.3.4.3.1"
+  "3.5 13.0 toolkit nvidia-cuda-cccl==13.3.5.0.6"
+  "3.6 13.0 toolkit main"
+  "2.5 12.6 cu12 nvidia-cuda-runtime-cu12==12.6.77 nvidia-cuda-cccl-cu12==12.6.77 nvidia-cuda-nvcc-cu12==12.6.85"
+  "2.8 12.9 cu12 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cuda-cccl-cu12==12.9.27 nvidia-cuda-nvcc-cu12==12.9.86"
+  "3.5 13.5 wheels nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-nvvm==13.5.37 nvidia-nvtx==13.5.25 nvidia-cuda-cccl==13.3.5.0.6"
 )
 compilers=(g++ nvcc)
 # The CPU conformance tests (GoogleTest programs that need no GPU).
@@ -47,23 +68,23 @@ tests=(tests/compat/conformance_test.cpp tests/resource_ref_test.cpp
        tests/any_resource_test.cpp tests/compat/cccl_interop_test.cpp)
 
 # ---- The ranges the docs must name ----------------------------------------------------------------
-# "CCCL <first> to <last>" over the CCCL 3 entries, "CUDA <first>–<last>" over the CUDA 12 runtimes.
+# "CCCL <first> to <last>" over the released CCCL 3 minors (the main snapshot is no release),
+# "CUDA <first>–<last>" over the CUDA 12 lines.
 cccl_range() {
-  local first='' last='' entry cccl
-  for entry in "${cccls[@]}"; do
-    read -r cccl _ <<<"$entry"
-    [[ $cccl == 3.* ]] || continue
+  local first='' last='' line cccl what
+  for line in "${lines[@]}"; do
+    read -r cccl _ _ what <<<"$line"
+    [[ $cccl == 3.* && $what != main ]] || continue
     [[ -z $first ]] && first=$cccl
-    last=$cccl
+    [[ $(printf '%s\n' "$last" "$cccl" | sort -V | tail -1) == "$cccl" ]] && last=$cccl
   done
   echo "CCCL $first to $last"
 }
 cuda12_range() {
-  local first='' last='' entry runtime version
-  for entry in "${cccls[@]}"; do
-    read -r _ _ runtime <<<"$entry"
-    [[ $runtime == toolkit ]] && continue
-    version=$(cut -d. -f1,2 <<<"${runtime#*==}")
+  local first='' last='' line version
+  for line in "${lines[@]}"; do
+    read -r _ version _ <<<"$line"
+    [[ $version == 12.* ]] || continue
     [[ -z $first ]] && first=$version
     last=$version
   done
@@ -102,61 +123,119 @@ check_docs() {
   return "$failed"
 }
 
+# The line's label: CCCL and CUDA, e.g. cccl3.5-cuda13.5.
+label_of() {
+  local cccl cuda
+  read -r cccl cuda _ <<<"$1"
+  echo "cccl$cccl-cuda$cuda"
+}
+
 list() {
-  local entry cccl wheel runtime
-  for entry in "${cccls[@]}"; do
-    read -r cccl wheel runtime <<<"$entry"
-    [[ $runtime == toolkit ]] && runtime="CUDA 13 runtime headers of the toolkit"
-    printf 'CCCL %-4s %-34s %s\n' "$cccl" "$wheel" "$runtime"
+  local line cccl version kind what
+  for line in "${lines[@]}"; do
+    read -r cccl version kind what <<<"$line"
+    case $kind in
+      toolkit)
+        [[ $what == main ]] && what="CCCL main (.ci/fetch_cccl_main.sh)"
+        what="$what over the toolkit's runtime and nvcc" ;;
+      cu12) what="$what, the toolkit's nvcc" ;;
+      wheels) what="$what, this nvcc" ;;
+    esac
+    printf '%-18s %s\n' "$(label_of "$line")" "$what"
   done
 }
 
-# ---- Wheels: pip install --no-deps --target, one folder per wheel, kept ---------------------------
-wheel_path() { echo "$wheel_dir/${1/==/-}"; }
-install_wheel() {
-  local spec=$1 dir
-  dir=$(wheel_path "$spec")
-  [[ -e $dir/.installed ]] && return
-  echo "+ python3 -m pip install --no-deps --target $dir $spec"
-  rm -rf "$dir"
-  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
-    --target "$dir" "$spec"
-  touch "$dir/.installed"
-}
-
-# ---- One configuration: entry index and compiler ------------------------------------------------
-# Sets cccl, wheel, runtime, compiler, flags (include paths), link (libcudart), label.
-configure() {
-  local index=$1 inc rt_dir
-  compiler=$2
-  read -r cccl wheel runtime <<<"${cccls[$index]}"
-  if [[ $runtime == toolkit ]]; then
-    inc=$(wheel_path "$wheel")/nvidia/cu13/include/cccl
-    if [[ $compiler == nvcc ]]; then
-      flags=(-I"$inc")  # -I: ahead of the toolkit's own CCCL
-    else
-      flags=(-isystem "$inc" -isystem "$cuda/include")
-    fi
-    link=(-L"$cuda/lib64" -lcudart -Wl,-rpath,"$cuda/lib64")
-  else
-    inc=$(wheel_path "$wheel")/nvidia/cuda_cccl/include
-    rt_dir=$(wheel_path "$runtime")/nvidia/cuda_runtime
-    if [[ $compiler == nvcc ]]; then
-      flags=(-I"$inc" -I"$rt_dir/include")
-    else
-      flags=(-isystem "$rt_dir/include" -isystem "$inc")
-    fi
-    link=(-L"$rt_dir/lib" -l:libcudart.so.12 -Wl,-rpath,"$rt_dir/lib")
+# ---- Wheels: one pip --target folder per line, kept; .installed says what is in it ----------------
+line_dir() { echo "$wheel_dir/$(label_of "$1")"; }
+install_line() {
+  local line=$1 dir kind what
+  read -r _ _ kind what <<<"$line"
+  dir=$(line_dir "$line")
+  if [[ $what == main ]]; then
+    "$root/.ci/fetch_cccl_main.sh" "$dir"
+    return
   fi
-  label=$index.$compiler
+  [[ -e $dir/.installed && $(<"$dir/.installed") == "$what" ]] && return
+  echo "+ python3 -m pip install --no-deps --target $dir $what"
+  rm -rf "$dir"
+  # shellcheck disable=SC2086 # $what: the wheels, one word each
+  python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+    --target "$dir" $what
+  echo "$what" >"$dir/.installed"
 }
 
-# compile <mode> <source> <output>; mode: syntax, object or preprocess (macros to stdout)
+# ---- One configuration: line index and compiler --------------------------------------------------
+# g++'s own include folders without /usr/local's: there an image may keep links to (or copies of)
+# a toolkit's headers, which g++ would read after the -isystem folders (crt/, nvtx3/, nccl.h).
+# The lines that are not over the toolkit get these with -nostdinc.
+std_dirs=()
+while IFS= read -r dir; do
+  [[ $dir == /usr/local/* ]] || std_dirs+=(-isystem "$dir")
+done < <(g++ -x c++ -E -v - </dev/null 2>&1 |
+         sed -n '/^#include <...> search starts here:$/,/^End of search list\.$/{s/^ //p}')
+
+# Sets cccl, version (CUDA), kind, dir, compiler, nvcc, flags (include paths), link (libcudart),
+# own (the line's include folders), allowed (where else a header may come from; realpath'd) and
+# label.
+configure() {
+  local line=${lines[$1]} what inc runtime
+  compiler=$2
+  read -r cccl version kind what <<<"$line"
+  dir=$(line_dir "$line")
+  label=$(label_of "$line").$compiler
+  nvcc=$cuda/bin/nvcc
+  # The compiler's own C++ and C library headers.
+  allowed=(/usr/include/ /usr/lib/gcc/)
+  case $kind in
+    toolkit)
+      inc=$dir/nvidia/cu13/include/cccl
+      [[ $what == main ]] && inc=$dir/include
+      own=("$inc")
+      if [[ $compiler == nvcc ]]; then
+        flags=(-I"$inc")  # -I: ahead of the toolkit's own CCCL
+      else
+        flags=(-isystem "$inc" -isystem "$cuda/include")
+      fi
+      allowed+=("$(realpath "$cuda")/")  # its runtime headers (its CCCL is shadowed: checked)
+      link=(-L"$cuda/lib64" -lcudart -Wl,-rpath,"$cuda/lib64")
+      ;;
+    cu12)
+      runtime=$dir/nvidia/cuda_runtime
+      own=("$runtime/include" "$dir/nvidia/cuda_cccl/include")
+      if [[ $compiler == nvcc ]]; then
+        flags=(-I"$dir/nvidia/cuda_cccl/include" -I"$runtime/include")
+        # The toolkit's nvcc reads its own include folder after these: its crt/ and what the line
+        # has no copy of (nvtx3/, nccl.h), never what the line has (checked).
+        allowed+=("$(realpath "$cuda")/")
+      else
+        own+=("$dir/nvidia/cuda_nvcc/include")  # crt/, which the runtime headers include
+        flags=(-isystem "$runtime/include" -isystem "$dir/nvidia/cuda_cccl/include"
+               -isystem "$dir/nvidia/cuda_nvcc/include" -nostdinc "${std_dirs[@]}")
+      fi
+      link=(-L"$runtime/lib" -l:libcudart.so.12 -Wl,-rpath,"$runtime/lib")
+      ;;
+    wheels)
+      own=("$dir/nvidia/cu13/include" "$dir/nvidia/cu13/include/cccl")
+      if [[ $compiler == nvcc ]]; then
+        nvcc=$dir/nvidia/cu13/bin/nvcc
+        # Its nvcc.profile names its include/ and include/cccl.
+        flags=(-Xcompiler=-nostdinc "${std_dirs[@]}")
+      else
+        flags=(-isystem "$dir/nvidia/cu13/include/cccl" -isystem "$dir/nvidia/cu13/include"
+               -nostdinc "${std_dirs[@]}")
+      fi
+      link=(-L"$dir/nvidia/cu13/lib" -l:libcudart.so.13 -Wl,-rpath,"$dir/nvidia/cu13/lib")
+      ;;
+  esac
+}
+
+# compile <mode> <source> <output>; mode: syntax, object, preprocess (macros to stdout) or depend
+# (the headers read, one a line, to stdout)
 compile() {
   local mode=$1 source=$2 output=$3
   local -a cmd
   if [[ $compiler == nvcc ]]; then
-    cmd=("$cuda/bin/nvcc" -std=c++20 -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror
+    cmd=("$nvcc" -std=c++20 -Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror
          -I"$root/include" -I"$root/tests" "${flags[@]}" -x cu)
     case $mode in
       syntax) cmd+=(-c -o /dev/null) ;;
@@ -164,6 +243,7 @@ compile() {
       # by ADL inside CCCL's concepts, for unused functions (#177).
       object) cmd+=(-diag-suppress=177 -c -o "$output") ;;
       preprocess) cmd+=(-E -Xcompiler=-dM) ;;
+      depend) cmd+=(-M) ;;
     esac
   else
     cmd=(g++ -std=c++20 -Wall -Wextra -Werror -I"$root/include" -I"$root/tests" "${flags[@]}"
@@ -172,9 +252,15 @@ compile() {
       syntax) cmd+=(-fsyntax-only) ;;
       object) cmd+=(-c -o "$output") ;;
       preprocess) cmd+=(-E -dM) ;;
+      depend) cmd+=(-M) ;;
     esac
   fi
-  "${cmd[@]}" "$source"
+  if [[ $mode == depend ]]; then
+    # make's rule: "<target> : <headers…>" over continued lines; nvcc writes " : ".
+    "${cmd[@]}" "$source" | tr -d '\\\n' | sed 's/^[^:]*://' | tr ' ' '\n' | grep -v '^$' | sort -u
+  else
+    "${cmd[@]}" "$source"
+  fi
 }
 
 # One job of the matrix (run by xargs): --job <index> <compiler> <source>. Leaves
@@ -226,7 +312,7 @@ case ${1:-} in
   --check-docs) check_docs; exit ;;
   --job) work=$RMM_NEXT_MATRIX_WORK; run_job "$2" "$3" "$4"; exit 0 ;;
   '') ;;
-  *) sed -n '2,18p' "$0" >&2; exit 64 ;;
+  *) sed -n '2,29p' "$0" >&2; exit 64 ;;
 esac
 
 start=$SECONDS
@@ -234,62 +320,121 @@ failed=0
 check_docs || failed=1
 list
 
+# The lines to run.
+selected=()
+for index in "${!lines[@]}"; do
+  [[ $(label_of "${lines[$index]}") =~ ${RMM_NEXT_MATRIX_LINES:-.} ]] && selected+=("$index")
+done
+((${#selected[@]})) || { echo "FAIL  no line matches RMM_NEXT_MATRIX_LINES"; exit 1; }
+
 # Only what each configuration names may be on the include path.
 unset CPATH CPLUS_INCLUDE_PATH C_INCLUDE_PATH
-for entry in "${cccls[@]}"; do
-  read -r _ wheel runtime <<<"$entry"
-  install_wheel "$wheel"
-  [[ $runtime == toolkit ]] || install_wheel "$runtime"
+for index in "${selected[@]}"; do
+  install_line "${lines[$index]}"
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/rmm-next-matrix.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export RMM_NEXT_MATRIX_WORK=$work
 
-# ---- Sanity: each configuration sees the CCCL it claims, CUDA 12 ones nothing of $cuda for g++ ----
-printf '#include <cuda/std/version>\n#include <cuda_runtime_api.h>\n' >"$work/probe.cpp"
-declare -A version_of
-for index in "${!cccls[@]}"; do
-  for compiler in "${compilers[@]}"; do
-    configure "$index" "$compiler"
-    version=$(compile preprocess "$work/probe.cpp" - | awk '/#define CCCL_VERSION /{print $3}' || true)
-    version_of[$label]="$((version / 1000000)).$((version / 1000 % 1000)).$((version % 1000))"
-    if [[ ${version_of[$label]%.*} != "$cccl" ]]; then
-      echo "FAIL  $compiler sees CCCL ${version_of[$label]}, expected $cccl ($wheel)"
-      failed=1
-    fi
-    if [[ $runtime != toolkit && $compiler == g++ ]] &&
-      g++ -std=c++20 -M "${flags[@]}" -x c++ "$work/probe.cpp" |
-      grep -q "$(realpath "$cuda")\|$cuda/"; then
-      echo "FAIL  g++ with $wheel includes headers from $cuda"
-      failed=1
-    fi
-  done
-done
-
-# ---- The matrix, $jobs compilations at a time ------------------------------------------------------
 headers=()
 for header in "$root"/include/rmm_next/*.hpp; do
   name=$(basename "$header" .hpp)
   printf '#include <rmm_next/%s.hpp>\n' "$name" >"$work/$name.cpp"
   headers+=("$work/$name.cpp")
 done
+
+# ---- Sanity: each configuration sees the CCCL, CUDA and nvcc it claims, and nothing else -----------
+# The versions from the macros of a small probe; the headers read from one that includes every
+# public header, so that every header any of them includes is checked.
+printf '#include <cuda/std/version>\n#include <cuda_runtime_api.h>\n' >"$work/versions.cpp"
+for header in "$root"/include/rmm_next/*.hpp; do
+  printf '#include <rmm_next/%s>\n' "${header##*/}"
+done >"$work/probe.cpp"
+declare -A version_of nvcc_of
+macro() { awk -v name="$1" '$1 == "#define" && $2 == name {print $3; exit}' "$work/macros"; }
+for index in "${selected[@]}"; do
+  for compiler in "${compilers[@]}"; do
+    configure "$index" "$compiler"
+    compile preprocess "$work/versions.cpp" - >"$work/macros" 2>"$work/probe.log" || true
+    v=$(macro CCCL_VERSION)
+    v=${v:-0}
+    version_of[$label]="$((v / 1000000)).$((v / 1000 % 1000)).$((v % 1000))"
+    if [[ ${version_of[$label]%.*} != "$cccl" ]]; then
+      echo "FAIL  $label: $compiler sees CCCL ${version_of[$label]}, expected $cccl"
+      sed -n '1,5p' "$work/probe.log"
+      failed=1
+    fi
+    v=$(macro CUDART_VERSION)
+    v=${v:-0}
+    if [[ "$((v / 1000)).$((v % 1000 / 10))" != "$version" ]]; then
+      echo "FAIL  $label: $compiler sees CUDART_VERSION $v, expected CUDA $version"
+      failed=1
+    fi
+    if [[ $compiler == nvcc ]]; then
+      nvcc_of[$label]="$(macro __CUDACC_VER_MAJOR__).$(macro __CUDACC_VER_MINOR__)"
+      want=$version
+      [[ $kind == wheels ]] || want=$("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')
+      if [[ ${nvcc_of[$label]} != "$want" ]]; then
+        echo "FAIL  $label: the compiler is nvcc ${nvcc_of[$label]}, expected $want"
+        failed=1
+      fi
+    fi
+    # Every header read (realpath'd) is the line's, the compiler's own, or an allowed one that
+    # the line has no copy of.
+    compile depend "$work/probe.cpp" - 2>"$work/probe.log" | xargs -r realpath -e >"$work/deps" ||
+      { echo "FAIL  $label: $compiler -M on every public header failed"; sed -n '1,5p' "$work/probe.log"; failed=1; }
+    own_real=()
+    for inc in "${own[@]}"; do own_real+=("$(realpath "$inc")/"); done
+    foreign=()
+    while IFS= read -r dep; do
+      ok=0
+      for prefix in "${own_real[@]}" "$root/" "$(realpath "$work")/"; do
+        [[ $dep == "$prefix"* ]] && { ok=2; break; }
+      done
+      if ((ok == 0)); then
+        for prefix in "${allowed[@]}"; do
+          [[ $dep == "$prefix"* ]] && { ok=1; break; }
+        done
+        # Taken from elsewhere though the line has its own copy (as the toolkit's CCCL would be).
+        rel=${dep#*/include/}
+        if [[ $ok == 1 && $rel != "$dep" ]]; then
+          for inc in "${own[@]}"; do
+            [[ -e $inc/$rel || -e $inc/${rel#cccl/} ]] && ok=0
+          done
+        fi
+      fi
+      ((ok)) || foreign+=("$dep")
+    done <"$work/deps"
+    if ((${#foreign[@]})); then
+      echo "FAIL  $label: $compiler reads ${#foreign[@]} header(s) not of this line:"
+      printf '        %s\n' "${foreign[@]:0:10}"
+      failed=1
+    fi
+  done
+done
+
+# ---- The matrix, $jobs compilations at a time ------------------------------------------------------
 # A literal 0 for the stream must not compile (tests/compile_fail/literal_zero_stream.cpp; its
 # CMake tests cover every type and call with this toolkit's CCCL): allocate(0, 256) on a resource
 # and on a stream-ordered ref, deallocate(0, p, 256) on an adaptor.
 literal0=(literal0:1:1 literal0:5:3 literal0:6:1)
-for index in "${!cccls[@]}"; do
-  for compiler in "${compilers[@]}"; do
-    # The slowest first, so that the two queues end together.
-    for source in "${tests[@]}" "$root/tests/compat/instantiate.cpp" "${literal0[@]}" \
-      "${headers[@]}"; do
-      echo "$index $compiler $source"
+# The slowest first over all lines (the test programs, nvcc before g++), so that the queues end
+# together.
+{
+  for source in "${tests[@]}"; do
+    for compiler in nvcc g++; do
+      for index in "${selected[@]}"; do echo "$index $compiler $source"; done
     done
   done
-done | (cd "$root" && xargs -P "$jobs" -L 1 "$0" --job)
+  for compiler in nvcc g++; do
+    for source in "$root/tests/compat/instantiate.cpp" "${literal0[@]}" "${headers[@]}"; do
+      for index in "${selected[@]}"; do echo "$index $compiler $source"; done
+    done
+  done
+} | (cd "$root" && xargs -P "$jobs" -L 1 "$0" --job)
 
 gxx_version="g++ $(g++ -dumpfullversion)"
-nvcc_version="nvcc $("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
 summary() {  # summary <out dir> <sources...>: passed/total
   local out=$1 passed=0 total=0 source name
   shift
@@ -302,17 +447,16 @@ summary() {  # summary <out dir> <sources...>: passed/total
   echo "$passed/$total"
 }
 echo
-for index in "${!cccls[@]}"; do
+for index in "${selected[@]}"; do
   for compiler in "${compilers[@]}"; do
     configure "$index" "$compiler"
     out=$work/$label
-    [[ $compiler == nvcc ]] && shown=$nvcc_version || shown=$gxx_version
+    [[ $compiler == nvcc ]] && shown="nvcc ${nvcc_of[$label]}" || shown=$gxx_version
     cases=$(cat "$out"/*.log 2>/dev/null | awk '/^\[  PASSED  \] [0-9]+ test/{n += $4} END{print n+0}')
-    [[ $runtime == toolkit ]] && with="CUDA 13 runtime" || with="CUDA ${runtime#*==}"
-    line=$(printf 'CCCL %-7s %-12s headers %s  instantiate %s  tests %s (%s cases)  literal 0 refused %s  [%s, %s]' \
-      "${version_of[$label]}" "$shown" "$(summary "$out" "${headers[@]}")" \
+    line=$(printf 'CCCL %-6s CUDA %-4s %-10s headers %s  instantiate %s  tests %s (%s cases)  literal 0 refused %s' \
+      "${version_of[$label]}" "$version" "$shown" "$(summary "$out" "${headers[@]}")" \
       "$(summary "$out" instantiate.cpp)" "$(summary "$out" "${tests[@]}")" "$cases" \
-      "$(summary "$out" "${literal0[@]}")" "$wheel" "${with%.*}")
+      "$(summary "$out" "${literal0[@]}")")
     if compgen -G "$out/*.fail" >/dev/null; then
       echo "FAIL  $line"
       failed=1

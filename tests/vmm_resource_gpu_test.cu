@@ -396,7 +396,7 @@ TEST_P(VmmFreeOnTheCapturingStream, TheCaptureEndsAndTheGraphFreesTheBlockWhenIt
   fill(p, words, 1, c.s);
   ASSERT_EQ(cudaStreamSynchronize(c.s), cudaSuccess);
   ASSERT_EQ(cudaStreamBeginCapture(c.s, GetParam()), cudaSuccess);
-  fill(p, words, 7, c.s);        // the graph's last use of the block
+  fill(p, words, 7, c.s);            // the graph's last use of the block
   mr.deallocate(c.s, p, words * 4);  // freed on the capturing stream itself
   cudaGraph_t graph{};
   ASSERT_EQ(cudaStreamEndCapture(c.s, &graph), cudaSuccess) << name_of(GetParam());
@@ -411,7 +411,7 @@ TEST_P(VmmFreeOnTheCapturingStream, TheCaptureEndsAndTheGraphFreesTheBlockWhenIt
   ASSERT_EQ(cudaStreamSynchronize(c.s), cudaSuccess);
   EXPECT_EQ(mr.graph_pending_bytes(), 0U);
   auto* again = static_cast<std::uint32_t*>(mr.allocate(b.s, words * 4));
-  EXPECT_EQ(again, p);  // the graph's host node gave it back
+  EXPECT_EQ(again, p);                                    // the graph's host node gave it back
   EXPECT_EQ(count_mismatches(again, words, 7, b.s), 0U);  // after the graph's write
   mr.deallocate(b.s, again, words * 4);
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
@@ -432,8 +432,8 @@ TEST(VmmResourceGpu, AFreeFromASecondContextDestroyedSinceLeavesTheSegmentUsable
   RMM_NEXT_VMM_OR_SKIP(mr, vmm_options{.segment_size = 2 * MiB});
   owned_stream a;
   constexpr std::size_t words = 64 * 1024;
-  auto* p         = static_cast<std::uint32_t*>(mr.allocate(a.s, words * 4));
-  void* neighbour = mr.allocate(a.s, words * 4);
+  auto* p                     = static_cast<std::uint32_t*>(mr.allocate(a.s, words * 4));
+  void* neighbour             = mr.allocate(a.s, words * 4);
   ASSERT_EQ(cudaStreamSynchronize(a.s), cudaSuccess);
   {
     rmm_next::test::second_context ctx2;
