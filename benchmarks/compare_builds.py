@@ -23,7 +23,7 @@ import sys
 
 def run(exe, regex, out):
     cmd = [exe, f"--benchmark_filter={regex}", "--benchmark_repetitions=3",
-           "--benchmark_min_time=0.05s", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+           "--benchmark_min_time=0.05", f"--benchmark_out={out}", "--benchmark_out_format=json"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     times = {}
     with open(out) as f:
