@@ -199,7 +199,15 @@ class vmm_state {
       free_in_graph(address, stream, capture);
       return;
     }
-    give_back(address, fence_list_of(fence_on(stream)));
+    fence_list fences;
+    if (auto fence = fence_on(stream)) {
+      try {
+        fences.push_back(std::move(fence));
+      } catch (...) {  // out of host memory: no fence to carry, so the stream's work must be done
+        (void)synchronize_stream(stream);
+      }
+    }
+    give_back(address, std::move(fences));
   }
 
   /** @brief Returns a block taken at `address`, still to be waited for on `fences`. */
@@ -279,16 +287,6 @@ class vmm_state {
   {
     device_guard const on_device{device, primary_context};
     return current_context_or_null();
-  }
-
-  static fence_list fence_list_of(std::shared_ptr<free_fence const> fence) noexcept
-  {
-    fence_list fences;
-    try {
-      if (fence) { fences.push_back(std::move(fence)); }
-    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: the block goes unfenced
-    }  // after the synchronization below
-    return fences;
   }
 
   /**
