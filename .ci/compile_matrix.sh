@@ -11,7 +11,10 @@
 #   - checks that the compiler sees the line's CCCL, CUDA runtime and nvcc versions, and that every
 #     header it reads comes from the line's own folders (not from the toolkit's, nor from copies of
 #     it such as /usr/local/include) but the toolkit lines' runtime headers and nvcc's own crt,
-#   - compiles every public header of rmm-next alone and tests/compat/instantiate.cpp,
+#   - compiles every public header of rmm-next and tests/compat/instantiate.cpp: with g++ each
+#     header alone (so each is self-contained with that line's CCCL), with nvcc all of them in one
+#     translation unit (nvcc's front ends see every header's code at a ninth of the cost of one
+#     nvcc per header, which was most of the matrix's time),
 #   - expects tests/compile_fail/literal_zero_stream.cpp (a literal 0 for the stream) to fail
 #     with the message that says to pass a stream, and
 #   - builds and runs the CPU conformance tests (below: the refs, the adaptors over resources and
@@ -343,6 +346,8 @@ for header in "$root"/include/rmm_next/*.hpp; do
   printf '#include <rmm_next/%s.hpp>\n' "$name" >"$work/$name.cpp"
   headers+=("$work/$name.cpp")
 done
+# nvcc's unit: every public header, in one translation unit.
+for header in "${headers[@]}"; do cat "$header"; done >"$work/all_headers.cpp"
 
 # ---- Sanity: each configuration sees the CCCL, CUDA and nvcc it claims, and nothing else -----------
 # The versions from the macros of a small probe; the headers read from one that includes every
@@ -428,7 +433,9 @@ literal0=(literal0:1:1 literal0:5:3 literal0:6:1)
     done
   done
   for compiler in nvcc g++; do
-    for source in "$root/tests/compat/instantiate.cpp" "${literal0[@]}" "${headers[@]}"; do
+    units=("${headers[@]}")
+    [[ $compiler == nvcc ]] && units=("$work/all_headers.cpp")
+    for source in "$root/tests/compat/instantiate.cpp" "${literal0[@]}" "${units[@]}"; do
       for index in "${selected[@]}"; do echo "$index $compiler $source"; done
     done
   done
@@ -452,9 +459,15 @@ for index in "${selected[@]}"; do
     configure "$index" "$compiler"
     out=$work/$label
     [[ $compiler == nvcc ]] && shown="nvcc ${nvcc_of[$label]}" || shown=$gxx_version
+    if [[ $compiler == nvcc ]]; then  # all of them in one unit: all pass or none
+      [[ -e $out/all_headers.cpp.pass ]] && passed=${#headers[@]} || passed=0
+      header_count="$passed/${#headers[@]}"
+    else
+      header_count=$(summary "$out" "${headers[@]}")
+    fi
     cases=$(cat "$out"/*.log 2>/dev/null | awk '/^\[  PASSED  \] [0-9]+ test/{n += $4} END{print n+0}')
     line=$(printf 'CCCL %-6s CUDA %-4s %-10s headers %s  instantiate %s  tests %s (%s cases)  literal 0 refused %s' \
-      "${version_of[$label]}" "$version" "$shown" "$(summary "$out" "${headers[@]}")" \
+      "${version_of[$label]}" "$version" "$shown" "$header_count" \
       "$(summary "$out" instantiate.cpp)" "$(summary "$out" "${tests[@]}")" "$cases" \
       "$(summary "$out" "${literal0[@]}")")
     if compgen -G "$out/*.fail" >/dev/null; then
