@@ -346,16 +346,13 @@ for header in "$root"/include/rmm_next/*.hpp; do
   printf '#include <rmm_next/%s.hpp>\n' "$name" >"$work/$name.cpp"
   headers+=("$work/$name.cpp")
 done
-# nvcc's unit: every public header, in one translation unit.
-for header in "${headers[@]}"; do cat "$header"; done >"$work/all_headers.cpp"
+# Every public header in one translation unit: the sanity probe's, and what nvcc compiles.
+cat "${headers[@]}" >"$work/all_headers.cpp"
 
 # ---- Sanity: each configuration sees the CCCL, CUDA and nvcc it claims, and nothing else -----------
 # The versions from the macros of a small probe; the headers read from one that includes every
 # public header, so that every header any of them includes is checked.
 printf '#include <cuda/std/version>\n#include <cuda_runtime_api.h>\n' >"$work/versions.cpp"
-for header in "$root"/include/rmm_next/*.hpp; do
-  printf '#include <rmm_next/%s>\n' "${header##*/}"
-done >"$work/probe.cpp"
 declare -A version_of nvcc_of
 macro() { awk -v name="$1" '$1 == "#define" && $2 == name {print $3; exit}' "$work/macros"; }
 for index in "${selected[@]}"; do
@@ -387,7 +384,7 @@ for index in "${selected[@]}"; do
     fi
     # Every header read (realpath'd) is the line's, the compiler's own, or an allowed one that
     # the line has no copy of.
-    compile depend "$work/probe.cpp" - 2>"$work/probe.log" | xargs -r realpath -e >"$work/deps" ||
+    compile depend "$work/all_headers.cpp" - 2>"$work/probe.log" | xargs -r realpath -e >"$work/deps" ||
       { echo "FAIL  $label: $compiler -M on every public header failed"; sed -n '1,5p' "$work/probe.log"; failed=1; }
     own_real=()
     for inc in "${own[@]}"; do own_real+=("$(realpath "$inc")/"); done
@@ -458,11 +455,12 @@ for index in "${selected[@]}"; do
   for compiler in "${compilers[@]}"; do
     configure "$index" "$compiler"
     out=$work/$label
-    [[ $compiler == nvcc ]] && shown="nvcc ${nvcc_of[$label]}" || shown=$gxx_version
-    if [[ $compiler == nvcc ]]; then  # all of them in one unit: all pass or none
-      [[ -e $out/all_headers.cpp.pass ]] && passed=${#headers[@]} || passed=0
-      header_count="$passed/${#headers[@]}"
+    if [[ $compiler == nvcc ]]; then  # every header in one unit: all pass or none
+      shown="nvcc ${nvcc_of[$label]}"
+      [[ -e $out/all_headers.cpp.pass ]] && header_count=${#headers[@]} || header_count=0
+      header_count+="/${#headers[@]}"
     else
+      shown=$gxx_version
       header_count=$(summary "$out" "${headers[@]}")
     fi
     cases=$(cat "$out"/*.log 2>/dev/null | awk '/^\[  PASSED  \] [0-9]+ test/{n += $4} END{print n+0}')

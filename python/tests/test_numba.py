@@ -21,11 +21,10 @@ _NUMPY_NAME_GONE = re.compile(
     r"|`np\.(?P<removed>\w+)` was removed)")
 
 
-def numpy_too_new(stderr):
-    """The NumPy name numba-cuda asked for and the installed NumPy lacks, from the probe's error
-    output; None when the probe failed for another reason."""
-    lines = stderr.strip().splitlines()
-    match = _NUMPY_NAME_GONE.search(lines[-1]) if lines else None
+def numpy_too_new(last_line):
+    """The NumPy name numba-cuda asked for and the installed NumPy lacks, from the last line of
+    the probe's error output; None when the probe failed for another reason."""
+    match = _NUMPY_NAME_GONE.search(last_line)
     return (match.group("plain") or match.group("removed")) if match else None
 
 
@@ -51,7 +50,7 @@ def numba_installed(gpu):
     if probe.returncode == 0:
         return
     last = (probe.stderr.strip().splitlines() or ["(no error output)"])[-1]
-    name = numpy_too_new(probe.stderr)
+    name = numpy_too_new(last)
     if name is not None:
         pytest.skip(f"numba-cuda {version_of('numba-cuda')} uses numpy.{name}, which NumPy "
                     f"{version_of('numpy')} does not have ({last}); NumPy 2.4 has it "
