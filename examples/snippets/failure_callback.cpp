@@ -56,8 +56,9 @@ void spill(cudaStream_t stream)
     "spill: %zu blocks on the device, %zu spilled to the host\n", on_device.size(), on_host.size());
   expect(on_device.size() + on_host.size() == 16, "spill: every block is somewhere");
   expect(on_host.size() >= 8, "spill: at least the overflow was spilled");
-  for (void* p : on_device) {
-    mr.deallocate(stream, p, block);
+  while (!on_device.empty()) {  // emptied, so that the callback below has nothing to spill
+    mr.deallocate(stream, on_device.front(), block);
+    on_device.pop_front();
   }
   bool refused = false;
   try {

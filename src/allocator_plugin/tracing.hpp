@@ -13,19 +13,21 @@
 #include <rmm_next/tracking_adaptor.hpp>
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -176,12 +178,19 @@ class routed_forwarder : public detail::compat_members<routed_forwarder> {
   }
 };
 
-/** @brief The number `std::thread::id` stands for: `pthread_self()` with libstdc++ and libc++. */
-inline std::uint64_t thread_number(std::thread::id id)
+/**
+ * @brief The number `std::thread::id` stands for: `pthread_self()` with libstdc++ and libc++,
+ * whose `thread::id` holds that handle and nothing else. Read by copying its bytes, with no
+ * stream: formatting it through `operator<<` reaches the locale's facets, and in Python processes
+ * with PyTorch or CuPy loaded that call died of SIGSEGV inside them (rmm_next.outstanding()).
+ */
+inline std::uint64_t thread_number(std::thread::id id) noexcept
 {
-  std::ostringstream out;
-  out << id;
-  return std::strtoull(out.str().c_str(), nullptr, 10);
+  static_assert(sizeof(std::thread::id) == sizeof(pthread_t) && sizeof(pthread_t) <= 8);
+  static_assert(std::is_trivially_copyable_v<std::thread::id>);
+  pthread_t handle{};
+  std::memcpy(&handle, &id, sizeof handle);
+  return static_cast<std::uint64_t>(handle);
 }
 
 class tracing;
