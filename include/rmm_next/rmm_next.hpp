@@ -40,6 +40,7 @@
 #include <rmm_next/limiting_adaptor.hpp>
 #include <rmm_next/logging_adaptor.hpp>
 #include <rmm_next/prefetch_adaptor.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 #include <rmm_next/tracking_adaptor.hpp>

@@ -241,23 +241,10 @@ class thread_cache_state final : public cache_backend {
    */
   CUstream release_stream() noexcept
   {
-    if (release_stream_ != nullptr || device_ < 0 || !fences_available()) {
-      return release_stream_;
+    if (release_stream_ == nullptr) {
+      CUcontext primary{};
+      release_stream_ = make_primary_stream(device_, primary);
     }
-    driver_api const& api = driver();
-    CUdevice dev{};
-    if (api.device_get == nullptr || api.primary_ctx_retain == nullptr ||
-        api.stream_create == nullptr || api.device_get(&dev, device_) != CUDA_SUCCESS) {
-      return nullptr;
-    }
-    CUcontext primary{};
-    if (api.primary_ctx_retain(&primary, dev) != CUDA_SUCCESS) { return nullptr; }
-    {
-      relaxed_capture_mode const relaxed;
-      context_scope const scope{primary};
-      if (scope.ok()) { (void)api.stream_create(&release_stream_, CU_STREAM_NON_BLOCKING); }
-    }
-    (void)api.primary_ctx_release(dev);  // the upstream's own use keeps the context alive
     return release_stream_;
   }
 
@@ -289,18 +276,6 @@ class thread_cache_state final : public cache_backend {
   std::mutex release_mutex_;
   CUstream release_stream_{};
 };
-
-template <class Upstream>
-int device_of_upstream(Upstream const& upstream)
-{
-  if constexpr (requires {
-                  { upstream.device() } -> std::convertible_to<int>;
-                }) {
-    return upstream.device();
-  } else {
-    return current_device_or_none();
-  }
-}
 
 }  // namespace detail
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <concepts>
@@ -97,6 +98,22 @@ void sync_deallocate(R& r, void* ptr, std::size_t bytes, std::size_t alignment) 
     r.deallocate_sync(ptr, bytes, alignment);
   } else {
     r.deallocate(ptr, bytes, alignment);
+  }
+}
+
+/**
+ * @brief The device of `upstream`: `upstream.device()` where it has one, else the current device
+ * (`no_device` when none can be found).
+ */
+template <class Upstream>
+int device_of_upstream(Upstream const& upstream)
+{
+  if constexpr (requires {
+                  { upstream.device() } -> std::convertible_to<int>;
+                }) {
+    return upstream.device();
+  } else {
+    return current_device_or_none();
   }
 }
 

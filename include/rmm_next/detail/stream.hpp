@@ -347,6 +347,34 @@ inline CUevent record_lasting_fence(cudaStream_t stream,
   return lasting;
 }
 
+/**
+ * @brief A new non-blocking stream of `device`'s primary context, made in relaxed capture mode
+ * (harmless to any capture), for a cache's releases and relayed fences; the context goes to
+ * `primary`. The context is not retained: the upstream's own use keeps it alive. Null without a
+ * driver or device (then no GPU work exists), or when the driver refused.
+ */
+inline CUstream make_primary_stream(int device, CUcontext& primary) noexcept
+{
+  driver_api const& api = driver();
+  CUdevice dev{};
+  if (device < 0 || !fences_available() || api.device_get == nullptr ||
+      api.primary_ctx_retain == nullptr || api.primary_ctx_release == nullptr ||
+      api.stream_create == nullptr || api.device_get(&dev, device) != CUDA_SUCCESS ||
+      api.primary_ctx_retain(&primary, dev) != CUDA_SUCCESS) {
+    return nullptr;
+  }
+  CUstream stream{};
+  {
+    relaxed_capture_mode const relaxed;
+    context_scope const scope{primary};
+    if (!scope.ok() || api.stream_create(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+      stream = nullptr;
+    }
+  }
+  (void)api.primary_ctx_release(dev);
+  return stream;
+}
+
 // ---- Frees inside a capture -----------------------------------------------------------------
 
 /**

@@ -8,6 +8,7 @@
 #include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/graph_frees.hpp>
 #include <rmm_next/detail/owned_stream.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/stream.hpp>
@@ -41,59 +42,6 @@
 namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
-
-/**
- * @brief Blocks freed inside a graph capture whose graph has run past the free: a host node of
- * the graph puts them here (no CUDA call, one lock), and the resource takes them back into its
- * free list on its next call. Shared by the resource and every graph that holds such a free, so
- * either may go first.
- */
-class vmm_graph_frees {
- public:
-  /** @brief Called from a host node: `address`'s last use in the graph is done. */
-  void push(std::uintptr_t address) noexcept
-  {
-    std::lock_guard const lock{mutex_};
-    try {
-      done_.push_back(address);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: the block stays out
-      return;
-    }
-    count_.store(done_.size(), std::memory_order_release);
-  }
-
-  /** @brief The blocks pushed since the last call (one relaxed load when none was). */
-  std::vector<std::uintptr_t> take() noexcept
-  {
-    std::vector<std::uintptr_t> taken;
-    if (count_.load(std::memory_order_acquire) == 0) { return taken; }
-    std::lock_guard const lock{mutex_};
-    taken.swap(done_);
-    count_.store(0, std::memory_order_relaxed);
-    return taken;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::uintptr_t> done_;
-  std::atomic<std::size_t> count_{0};
-};
-
-/** @brief One free inside a capture: the data of its host node, owned by the graph. */
-struct vmm_graph_free {
-  std::shared_ptr<vmm_graph_frees> into;
-  std::uintptr_t address{};
-  std::atomic<bool> ran{false};
-
-  /** @brief The host node: the first run of the graph frees the block; later runs do nothing. */
-  static void CUDA_CB run(void* data) noexcept
-  {
-    auto* const f = static_cast<vmm_graph_free*>(data);
-    if (!f->ran.exchange(true, std::memory_order_acq_rel)) { f->into->push(f->address); }
-  }
-  /** @brief The user object's destructor: the graph and its instantiations are gone. */
-  static void CUDA_CB destroy(void* data) noexcept { delete static_cast<vmm_graph_free*>(data); }
-};
 
 /** @brief What the copies of one `vmm_resource` share. Thread-safe. */
 class vmm_state {
@@ -341,15 +289,15 @@ class vmm_state {
                      cudaStream_t stream,
                      capture_info const& capture) noexcept
   {
-    vmm_graph_free* data = nullptr;
+    graph_free* data = nullptr;
     {
       std::lock_guard const lock{mutex_};
       auto const it = live_.find(address);
       if (it == live_.end()) { return; }
       try {
-        if (!graph_frees_) { graph_frees_ = std::make_shared<vmm_graph_frees>(); }
+        if (!graph_frees_) { graph_frees_ = std::make_shared<graph_frees>(); }
         in_graphs_.emplace(address, it->second);
-        data = new vmm_graph_free{graph_frees_, address};
+        data = new graph_free{graph_frees_, address};
       } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: the block stays live
         in_graphs_.erase(address);
         return;
@@ -357,7 +305,7 @@ class vmm_state {
       allocated_ -= it->second.bytes;
       live_.erase(it);
     }
-    (void)call_in_graph(stream, capture, &vmm_graph_free::run, &vmm_graph_free::destroy, data);
+    (void)call_in_graph(stream, capture, &graph_free::run, &graph_free::destroy, data);
   }
 
   /** @brief Moves the blocks whose graphs ran past their frees into the free list. Lock held. */
@@ -410,7 +358,7 @@ class vmm_state {
   vmm_free_list free_;
   std::unordered_map<std::uintptr_t, live_block> live_;
   std::unordered_map<std::uintptr_t, live_block> in_graphs_;  ///< freed in captures, not yet run
-  std::shared_ptr<vmm_graph_frees> graph_frees_;
+  std::shared_ptr<graph_frees> graph_frees_;
   std::size_t allocated_{};
   std::mutex fence_mutex_;
   std::uint64_t fence_order_{};        ///< under fence_mutex_

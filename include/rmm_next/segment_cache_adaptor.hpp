@@ -1,0 +1,805 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#pragma once
+
+#include <rmm_next/detail/cxx20_check.hpp>  // first: one clear error below C++20
+
+#include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/alignment_arithmetic.hpp>
+#include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/compat_members.hpp>
+#include <rmm_next/detail/device_id.hpp>
+#include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/graph_frees.hpp>
+#include <rmm_next/detail/resource_calls.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/segment_cache.hpp>
+#include <rmm_next/detail/stream.hpp>
+#include <rmm_next/detail/upstream_argument.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+
+#include <cuda.h>  // types only
+#include <cuda_runtime_api.h>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace rmm_next {
+inline namespace RMM_NEXT_ABI_NAMESPACE {
+
+/** @brief Limits of a `segment_cache_adaptor`. */
+struct segment_cache_options {
+  /**
+   * @brief Bytes of idle segments (no live block in them) the cache keeps. A free that takes the
+   * idle bytes past this gives the oldest idle segments back upstream until they fit again.
+   * 0 gives every segment back as soon as it is idle.
+   */
+  std::size_t max_idle_bytes = std::size_t{64} << 20;
+  /**
+   * @brief The most frees on one stream between two of its fences (events, about 0.3 us each,
+   * recorded on the stream during a free), behind which its idle segments may go back upstream
+   * from any call. A new stream fences every free, and one more free in every 256 after that, up
+   * to this limit.
+   */
+  std::size_t fence_interval = 64;
+};
+
+/** @brief What a `segment_cache_adaptor` holds and has done. */
+struct segment_cache_statistics {
+  std::uint64_t hits;           ///< allocations served from a cached block
+  std::uint64_t misses;         ///< allocations that took a new segment from the upstream
+  std::uint64_t bypasses;       ///< allocations the cache never serves: captured streams, bad input
+  std::uint64_t segments;       ///< segments held now
+  std::uint64_t segment_bytes;  ///< their bytes: what the cache holds of the upstream
+  std::uint64_t live_bytes;     ///< bytes of live blocks (each request rounded to 512 bytes)
+  std::uint64_t idle_bytes;     ///< bytes of segments with no live block
+  std::uint64_t released_segments;  ///< segments given back upstream so far
+  /**
+   * @brief Idle bytes no fence proves free yet: their stream's last frees came after its last
+   * fence. They go back at the next call on that stream (or `trim(stream)`); those of a stream
+   * destroyed meanwhile stay until the adaptor goes.
+   */
+  std::uint64_t unproven_bytes;
+  /** @brief Blocks freed inside captures whose graphs have not run past the free yet. */
+  std::uint64_t graph_pending_bytes;
+  /**
+   * @brief Bytes of blocks nothing will prove free: freed in a graph that went without running
+   * past the free, or whose fence the driver refused. Their segments stay until the adaptor goes.
+   */
+  std::uint64_t lost_bytes;
+};
+
+namespace detail {
+
+/** @brief The state the copies of one `segment_cache_adaptor` share. */
+template <class Upstream>
+class segment_cache_state {
+ public:
+  segment_cache_state(Upstream upstream, segment_cache_options const& options, int device)
+    : upstream_{std::move(upstream)}, options_{options}, device_{device}
+  {
+    if (options_.fence_interval == 0) { options_.fence_interval = 1; }
+    relay_ = make_primary_stream(device_, primary_);  // now, before any capture
+  }
+  segment_cache_state(segment_cache_state const&)            = delete;
+  segment_cache_state& operator=(segment_cache_state const&) = delete;
+
+  /** @brief Gives back every idle segment a fence proves free; the rest stays allocated. */
+  ~segment_cache_state()
+  {
+    bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
+    {
+      std::lock_guard const lock{mutex};
+      if (!unloading) { release_idle_locked(nullptr, 0, 0); }
+      for (auto& [address, segment] : segments_) {
+        for (cache_block* b = segment->first; b != nullptr;) {
+          cache_block* const next = b->next;
+          delete b;
+          b = next;
+        }
+      }
+      lanes_.clear();
+    }
+    if (unloading || relay_ == nullptr) { return; }
+    if (auto const destroy = driver().stream_destroy; destroy != nullptr) { (void)destroy(relay_); }
+  }
+
+  [[nodiscard]] Upstream& upstream() noexcept { return upstream_; }
+  [[nodiscard]] Upstream const& upstream() const noexcept { return upstream_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+  [[nodiscard]] segment_cache_options const& options() const noexcept { return options_; }
+
+  /** @brief A cached block of `sizes.block` bytes for `lane` on eager `stream`, or nullptr. */
+  void* take_cached(cudaStream_t stream, std::uint64_t lane, segment_cache_sizes sizes)
+  {
+    reclaim_graph_frees_locked();
+    auto found = lanes_.find(lane);
+    if (found == lanes_.end()) { return nullptr; }
+    auto& free = found->second.free_of(sizes.small);
+    for (auto it = free.lower_bound(probe(sizes.block)); it != free.end();) {
+      cache_block* const b = *it;
+      if (!order_after_waits(stream, *b, found->second)) {
+        it      = free.erase(it);  // nothing proves its last use done: it stays out for good
+        b->free = false;
+        hold(*b->segment);
+        stuck_bytes_ += b->size;
+        continue;
+      }
+      ++hits_;
+      return hand_out(*b, sizes, free);
+    }
+    return nullptr;
+  }
+
+  /** @brief Adds `address`, a new segment of `sizes.segment` bytes for `lane`, and hands out its
+   * first block. */
+  void* take_new_segment(void* address, std::uint64_t lane, segment_cache_sizes sizes)
+  {
+    auto segment           = std::make_unique<cache_segment>();
+    segment->address       = reinterpret_cast<std::uintptr_t>(address);
+    segment->size          = sizes.segment;
+    segment->small         = sizes.small;
+    segment->lane          = lane;
+    auto block             = std::make_unique<cache_block>();
+    block->address         = segment->address;
+    block->size            = sizes.segment;
+    block->segment         = segment.get();
+    block->free            = true;
+    segment->first         = block.get();
+    cache_lane& l          = lanes_[lane];
+    auto& free             = l.free_of(sizes.small);
+    cache_segment* const s = segment.get();
+    cache_block* const b   = block.get();
+    // What may throw (host memory) comes first; on a throw nothing stays linked, and the caller
+    // gives the segment back.
+    live_.reserve(live_.size() + 1);
+    auto const placed = segments_.emplace(s->address, std::move(segment));
+    try {
+      free.insert(b);
+    } catch (...) {
+      segments_.erase(placed.first);
+      throw;
+    }
+    try {
+      void* const ptr = hand_out(*b, sizes, free);
+      (void)block.release();  // the segment's chain owns it now
+      segment_bytes_ += s->size;
+      ++misses_;
+      return ptr;
+    } catch (...) {  // hand_out changes nothing when it throws
+      free.erase(b);
+      segments_.erase(s->address);
+      throw;
+    }
+  }
+
+  /** @brief The live block at `ptr`, or nullptr (memory the cache did not hand out). */
+  [[nodiscard]] cache_block* live_block(void* ptr) const noexcept
+  {
+    auto const it = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
+    return it == live_.end() ? nullptr : it->second;
+  }
+
+  /**
+   * @brief Frees `b` on eager `stream` of lane `lane` (0: unknown). A free on another lane than
+   * its segment's is fenced at once, so that the segment's lane reuses the block only after it.
+   */
+  void free_eager(cache_block& b, cudaStream_t stream, std::uint64_t lane) noexcept
+  {
+    cache_segment& s = *b.segment;
+    std::shared_ptr<cross_lane_fence> wait;
+    if (lane != s.lane) {
+      wait = fence_elsewhere(stream);
+      if (wait == nullptr && fences_available()) {
+        // No fence could be made: the free is held until the stream's work so far is done.
+        if (!synchronize_stream(stream)) {
+          forget_live(b);
+          stuck_bytes_ += b.size;
+          return;
+        }
+      }
+    }
+    forget_live(b);
+    cache_lane* l = lane_of(s.lane);
+    if (l == nullptr) {  // out of host memory for a lane: the block stays out
+      stuck_bytes_ += b.size;
+      return;
+    }
+    if (wait) {
+      try {
+        b.waits.push_back(std::move(wait));
+      } catch (...) {
+        stuck_bytes_ += b.size;
+        return;
+      }
+    }
+    // A free on the segment's own lane is one its lane's fence must cover before the segment
+    // leaves the lane; one from elsewhere carries its own fence.
+    if (lane == s.lane) { s.last_free = ++l->frees; }
+    put_free(b, *l);
+    if (lane == s.lane) { maybe_fence(*l, stream); }
+    if (s.live == 0) { becomes_idle(s); }
+    if (idle_bytes_ > options_.max_idle_bytes) {
+      release_idle_locked(stream, lane, options_.max_idle_bytes);
+    }
+  }
+
+  /**
+   * @brief Frees `b` on a stream being captured: it leaves the live set now and is free again once
+   * the graph first runs past this point. A graph that goes without having run the free, and a
+   * capture that cannot take it (invalidated, refused), leave nothing that proves the block's last
+   * use done (the captured stream is not asked which stream it is: that would invalidate the
+   * capture): the block is lost (`lost_bytes`) and its segment stays until the adaptor goes.
+   * @return The data of the graph's host node, to hand to `call_in_graph` without the lock.
+   */
+  graph_free* free_in_graph(cache_block& b) noexcept
+  {
+    graph_free* data = nullptr;
+    try {
+      if (!graph_frees_) { graph_frees_ = std::make_shared<graph_frees>(); }
+      in_graphs_.emplace(b.address, &b);
+      data = new graph_free{graph_frees_, b.address, true};
+    } catch (...) {  // out of host memory: the block stays live, and unreachable
+      in_graphs_.erase(b.address);
+      return nullptr;
+    }
+    forget_live(b);
+    graph_pending_bytes_ += b.size;
+    return data;
+  }
+
+  /**
+   * @brief Gives idle segments back upstream, oldest first, until at most `keep` idle bytes
+   * remain: those of `lane` (0: none) on `stream`, its current call's stream (stream order proves
+   * them free), the others on the relay stream behind their lane's fence, when it covers them.
+   * @return The bytes given back.
+   */
+  std::size_t release_idle_locked(cudaStream_t stream,
+                                  std::uint64_t lane,
+                                  std::size_t keep) noexcept
+  {
+    std::size_t released = 0;
+    for (auto it = idle_.begin(); it != idle_.end() && idle_bytes_ > keep;) {
+      cache_segment* const s = *it;
+      ++it;
+      std::size_t const size = s->size;  // `s` is gone once given back
+      if (give_back(*s, s->lane == lane && lane != 0 ? stream : nullptr)) { released += size; }
+    }
+    return released;
+  }
+
+  /** @brief `trim(stream)`: every idle segment, those of `lane` (0: none) on eager `stream`. */
+  std::size_t trim_locked(cudaStream_t stream, std::uint64_t lane) noexcept
+  {
+    reclaim_graph_frees_locked();
+    return release_idle_locked(stream, lane, 0);
+  }
+
+  [[nodiscard]] segment_cache_statistics statistics_locked() const noexcept
+  {
+    std::uint64_t unproven = 0;
+    for (cache_segment const* s : idle_) {
+      unproven += provable(*s) ? 0 : s->size;
+    }
+    return {hits_,
+            misses_,
+            bypasses_,
+            segments_.size(),
+            segment_bytes_,
+            live_bytes_,
+            idle_bytes_,
+            released_segments_,
+            unproven,
+            graph_pending_bytes_,
+            stuck_bytes_};
+  }
+
+  void count_bypass() noexcept { ++bypasses_; }
+
+  std::mutex mutex;
+
+ private:
+  /** @brief A key for `lower_bound`: the first free block of at least `bytes`. */
+  [[nodiscard]] static cache_block* probe(std::size_t bytes) noexcept
+  {
+    thread_local cache_block key;
+    key.size    = bytes;
+    key.address = 0;
+    return &key;
+  }
+
+  /** @brief Waits (on eager `stream`, of `l`) for the frees on other lanes `b` carries. */
+  bool order_after_waits(cudaStream_t stream, cache_block& b, cache_lane& l) noexcept
+  {
+    if (b.waits.empty()) { return true; }
+    for (auto const& f : b.waits) {
+      if (!wait_for_fence(reinterpret_cast<CUstream>(stream), f->event) &&
+          !wait_for_fence_on_host(f->event)) {
+        return false;
+      }
+    }
+    b.waits.clear();
+    // What the lane's fence covered so far does not cover these waits: a later fence must.
+    b.segment->last_free = ++l.frees;
+    return true;
+  }
+
+  /** @brief Splits what `b` (free, in `free`) does not need off, and hands `b` out. */
+  void* hand_out(cache_block& b, segment_cache_sizes sizes, std::set<cache_block*, by_size>& free)
+  {
+    std::size_t const rest = b.size - sizes.block;
+    bool const split = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
+    std::unique_ptr<cache_block> tail;
+    if (split) {
+      tail          = std::make_unique<cache_block>();
+      tail->address = b.address + sizes.block;
+      tail->size    = rest;
+      tail->segment = b.segment;
+      tail->free    = true;
+      tail->waits   = b.waits;
+    }
+    live_.emplace(b.address, &b);  // may throw: nothing has changed yet
+    free.erase(&b);
+    if (tail) {
+      b.size     = sizes.block;
+      tail->prev = &b;
+      tail->next = b.next;
+      if (b.next != nullptr) { b.next->prev = tail.get(); }
+      b.next = tail.get();
+      free.insert(tail.release());
+    }
+    b.free = false;
+    hold(*b.segment);
+    live_bytes_ += b.size;
+    return reinterpret_cast<void*>(b.address);
+  }
+
+  /** @brief One more block of `s` is out of its free lists (live, in a graph, or stuck). */
+  void hold(cache_segment& s) noexcept
+  {
+    if (s.live++ == 0 && s.idle) {
+      idle_.erase(s.idle_position);
+      s.idle = false;
+      idle_bytes_ -= s.size;
+    }
+  }
+
+  /** @brief `b` leaves the live set; its segment still counts it until it is free again. */
+  void forget_live(cache_block& b) noexcept
+  {
+    live_.erase(b.address);
+    live_bytes_ -= b.size;
+  }
+
+  /** @brief `b` joins `l`'s free blocks, merged with free neighbours. */
+  void put_free(cache_block& b, cache_lane& l) noexcept
+  {
+    auto& free      = l.free_of(b.segment->small);
+    cache_block* at = &b;
+    at->free        = true;
+    if (cache_block* p = at->prev; p != nullptr && p->free) {
+      free.erase(p);
+      merge_into(*p, *at);
+      at = p;
+    }
+    if (cache_block* n = at->next; n != nullptr && n->free) {
+      free.erase(n);
+      merge_into(*at, *n);
+    }
+    try {
+      free.insert(at);
+    } catch (...) {  // out of host memory: the block stays out of every list, and held
+      at->free = false;
+      stuck_bytes_ += at->size;
+      return;
+    }
+    --at->segment->live;
+  }
+
+  /** @brief Merges `right` (free, just after `left`) into `left`, and deletes it. */
+  static void merge_into(cache_block& left, cache_block& right) noexcept
+  {
+    left.size += right.size;
+    left.next = right.next;
+    if (right.next != nullptr) { right.next->prev = &left; }
+    for (auto& w : right.waits) {
+      try {
+        left.waits.push_back(std::move(w));
+      } catch (...) {  // NOLINT(bugprone-empty-catch): the fence goes; host-wait below instead
+        (void)wait_for_fence_on_host(w->event);
+      }
+    }
+    delete &right;
+  }
+
+  void becomes_idle(cache_segment& s) noexcept
+  {
+    try {
+      idle_.push_back(&s);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: it stays, not idle-listed
+      return;
+    }
+    s.idle_position = std::prev(idle_.end());
+    s.idle          = true;
+    idle_bytes_ += s.size;
+  }
+
+  /** @brief The lane of id `lane`, made if needed; nullptr when no memory is left to make it. */
+  cache_lane* lane_of(std::uint64_t lane) noexcept
+  {
+    try {
+      return &lanes_[lane];
+    } catch (...) {
+      return nullptr;
+    }
+  }
+
+  /** @brief A lasting fence recorded on eager `stream` now; null without a driver or if refused. */
+  std::shared_ptr<cross_lane_fence> fence_elsewhere(cudaStream_t stream) noexcept
+  {
+    if (!fences_available()) { return nullptr; }
+    CUevent const e =
+      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_));
+    if (e == nullptr) { return nullptr; }
+    try {
+      return std::make_shared<cross_lane_fence>(e);
+    } catch (...) {
+      (void)wait_for_fence_on_host(e);
+      destroy_fence_event(e);
+      return nullptr;
+    }
+  }
+
+  /** @brief Fences `l` on `stream` (a call on it now) when its interval has passed. */
+  void maybe_fence(cache_lane& l, cudaStream_t stream) noexcept
+  {
+    if (++l.since_fence < lane_fence_interval(l.frees, options_.fence_interval)) { return; }
+    if (!fences_available()) { return; }
+    CUevent const e =
+      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_));
+    if (e == nullptr) { return; }
+    destroy_fence_event(l.fence);
+    l.fence       = e;
+    l.fenced      = l.frees;
+    l.since_fence = 0;
+  }
+
+  /** @brief True when a fence proves every free into idle `s` done. */
+  [[nodiscard]] bool provable(cache_segment const& s) const noexcept
+  {
+    if (!fences_available()) { return true; }  // no driver: no GPU work to wait for
+    auto const it = lanes_.find(s.lane);
+    return it != lanes_.end() && it->second.fence != nullptr && it->second.fenced >= s.last_free;
+  }
+
+  /**
+   * @brief Gives idle `s` back upstream: on `on` (a stream of its lane, in a call now) at once,
+   * else on the relay stream behind the lane's fence and the block's own waits, if they prove it.
+   * @return False when nothing proves it free yet.
+   */
+  bool give_back(cache_segment& s, cudaStream_t on) noexcept
+  {
+    cache_block* const b = s.first;  // idle: one free block, the whole segment
+    cudaStream_t release = on;
+    if (release == nullptr) {
+      if (!provable(s)) { return false; }
+      if (fences_available()) {
+        if (relay_ == nullptr) { return false; }
+        release             = reinterpret_cast<cudaStream_t>(relay_);
+        CUevent const fence = lanes_.find(s.lane)->second.fence;
+        context_scope const scope{primary_};
+        if (!scope.ok() || !wait_for_fence(relay_, fence)) { return false; }
+      }
+    }
+    for (auto const& w : b->waits) {
+      if (!wait_for_fence(reinterpret_cast<CUstream>(release), w->event) &&
+          !wait_for_fence_on_host(w->event)) {
+        return false;
+      }
+    }
+    auto const lane = lanes_.find(s.lane);
+    if (lane != lanes_.end()) { lane->second.free_of(s.small).erase(b); }
+    idle_.erase(s.idle_position);
+    s.idle = false;
+    idle_bytes_ -= s.size;
+    segment_bytes_ -= s.size;
+    ++released_segments_;
+    std::uintptr_t const address = s.address;
+    std::size_t const size       = s.size;
+    delete b;
+    segments_.erase(address);
+    stream_deallocate(upstream_,
+                      cuda::stream_ref{release},
+                      reinterpret_cast<void*>(address),
+                      size,
+                      default_alignment);
+    return true;
+  }
+
+  /**
+   * @brief Moves the blocks whose graphs ran past their frees into their lanes' free lists; those
+   * whose graphs went unrun are lost.
+   */
+  void reclaim_graph_frees_locked() noexcept
+  {
+    if (!graph_frees_) { return; }
+    for (std::uintptr_t const address : graph_frees_->take_unrun()) {
+      if (auto const it = in_graphs_.find(address); it != in_graphs_.end()) {
+        graph_pending_bytes_ -= it->second->size;
+        stuck_bytes_ += it->second->size;
+        in_graphs_.erase(it);
+      }
+    }
+    for (std::uintptr_t const address : graph_frees_->take()) {
+      auto const it = in_graphs_.find(address);
+      if (it == in_graphs_.end()) { continue; }
+      cache_block& b = *it->second;
+      in_graphs_.erase(it);
+      graph_pending_bytes_ -= b.size;
+      cache_lane* l = lane_of(b.segment->lane);
+      if (l == nullptr) {
+        stuck_bytes_ += b.size;
+        continue;
+      }
+      // Its uses are done (the graph ran past them): no lane need wait, so no fence is owed.
+      put_free(b, *l);
+      if (b.segment->live == 0) { becomes_idle(*b.segment); }
+    }
+    if (idle_bytes_ > options_.max_idle_bytes) {
+      (void)release_idle_locked(nullptr, 0, options_.max_idle_bytes);
+    }
+  }
+
+  Upstream upstream_;
+  segment_cache_options options_;
+  int const device_;
+  CUcontext primary_{};
+  CUstream relay_{};
+  std::unordered_map<std::uint64_t, cache_lane> lanes_;
+  std::unordered_map<std::uintptr_t, cache_block*> live_;
+  std::unordered_map<std::uintptr_t, std::unique_ptr<cache_segment>> segments_;
+  std::list<cache_segment*> idle_;
+  std::shared_ptr<graph_frees> graph_frees_;
+  std::unordered_map<std::uintptr_t, cache_block*> in_graphs_;
+  std::uint64_t hits_{}, misses_{}, bypasses_{}, released_segments_{};
+  std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, stuck_bytes_{},
+    graph_pending_bytes_{};
+};
+
+}  // namespace detail
+
+/**
+ * @brief Caches freed blocks of every size in segments taken from `Upstream`, per stream, and hands
+ * them out again without calling it: a stream-ordered caching layer over the shared driver pool.
+ *
+ * `Upstream` is any stream-ordered resource (held by copy) or resource ref (what it refers to
+ * must outlive the adaptor), typically an `async_device_resource`. The adaptor has the upstream's
+ * properties and satisfies the same `cuda::mr` concepts. Copies share one cache and compare equal.
+ * Thread-safe: one lock per cache; any thread may free what any other allocated.
+ *
+ * Where memory sits (docs/segment_cache.md gives the reasoning and the costs):
+ * - Requests are rounded up to 512 bytes. Up to 1 MiB they share segments of 2 MiB, up to 10 MiB
+ *   segments of 20 MiB, and larger ones get a segment of their own (rounded to 2 MiB). Segments
+ *   come from the upstream, so the memory is the shared pool's.
+ * - Each segment belongs to the stream (its lane: `stream_lane`) it was first allocated on. Its
+ *   free blocks are found best-fit, split, and merged with free neighbours again. A block freed on
+ *   the segment's stream is reused on that stream at once: stream order makes that safe. A block
+ *   freed on another stream carries a fence of that stream (an event), which its next user's
+ *   stream waits for.
+ * - While a stream is being captured, allocations on it go to the upstream (graph memory, never
+ *   cached). A cached block freed on a captured stream becomes free again when the graph first
+ *   runs past the free (a host node of the graph); the capture itself is never asked anything
+ *   that would invalidate it.
+ *
+ * When memory goes back upstream: an idle segment (no live block) goes back when the idle bytes
+ * pass `max_idle_bytes`, on `trim()`, and when the upstream runs out of memory (then the
+ * allocation is retried once). It goes back on the stream of the call that frees it, when that is
+ * its own stream, or otherwise on a stream of the adaptor's own behind its stream's fence, never
+ * after a device or context synchronization.
+ *
+ * `allocate_sync` / `deallocate_sync` go to the upstream directly. Memory from `allocate` must go
+ * back through `deallocate` with the same size and alignment.
+ */
+template <class Upstream>
+  requires detail::stream_ordered_upstream<Upstream>
+class segment_cache_adaptor
+  : public cuda::forward_property<segment_cache_adaptor<Upstream>, Upstream>,
+    public detail::compat_members<segment_cache_adaptor<Upstream>> {
+ public:
+  /**
+   * @brief Caches in front of `upstream`, with `options`: its device is the upstream's
+   * (`upstream.device()`), else the current one.
+   */
+  template <detail::upstream_argument<segment_cache_adaptor, Upstream> Arg = Upstream>
+  explicit segment_cache_adaptor(Arg&& upstream, segment_cache_options const& options = {})
+    : segment_cache_adaptor(
+        std::forward<Arg>(upstream), detail::device_of_upstream(upstream), options)
+  {
+  }
+
+  /** @brief Caches in front of `upstream`, an upstream of `device`, with `options`. */
+  template <detail::upstream_argument<segment_cache_adaptor, Upstream> Arg = Upstream>
+  segment_cache_adaptor(Arg&& upstream, int device, segment_cache_options const& options = {})
+    : state_{std::make_shared<detail::segment_cache_state<Upstream>>(
+        Upstream(std::forward<Arg>(upstream)), options, device)}
+  {
+  }
+
+  using detail::compat_members<segment_cache_adaptor<Upstream>>::allocate;
+  using detail::compat_members<segment_cache_adaptor<Upstream>>::deallocate;
+
+  /**
+   * @brief Allocates `bytes` in the order of `stream`, from a cached block of `stream` when one
+   * fits, else from a new segment.
+   * @throws out_of_memory if the upstream is exhausted even after the idle segments went back.
+   * @throws whatever else the upstream throws (a bad alignment, for one).
+   */
+  [[nodiscard]] void* allocate(cuda::stream_ref stream,
+                               std::size_t bytes,
+                               std::size_t alignment = default_alignment)
+  {
+    if (bytes == 0) { return nullptr; }
+    cudaStream_t const handle               = stream.get();
+    detail::segment_cache_sizes const sizes = detail::segment_cache_sizes_of(bytes);
+    // Capture first: asking a capturing stream for its lane would invalidate the capture.
+    if (sizes.block == 0 || !detail::is_valid_alignment(alignment) ||
+        detail::runtime_unloading().load(std::memory_order_relaxed) ||
+        !detail::stream_is_eager(handle)) {
+      return bypass(stream, bytes, alignment);
+    }
+    std::uint64_t const lane = detail::stream_lane(handle);
+    if (lane == 0) { return bypass(stream, bytes, alignment); }
+    auto& st = *state_;
+    std::lock_guard const lock{st.mutex};
+    if (void* ptr = st.take_cached(handle, lane, sizes)) { return ptr; }
+    void* segment = nullptr;
+    try {
+      segment = detail::stream_allocate(st.upstream(), stream, sizes.segment, default_alignment);
+    } catch (out_of_memory const&) {
+      if (st.trim_locked(handle, lane) == 0) { throw; }
+    } catch (bad_alloc const&) {  // not an exhaustion: giving back cannot help
+      throw;
+    } catch (std::bad_alloc const&) {  // exhaustion reported by a resource outside rmm-next
+      if (st.trim_locked(handle, lane) == 0) { throw; }
+    }
+    if (segment == nullptr) {
+      segment = detail::stream_allocate(st.upstream(), stream, sizes.segment, default_alignment);
+    }
+    try {
+      return st.take_new_segment(segment, lane, sizes);
+    } catch (...) {
+      detail::stream_deallocate(st.upstream(), stream, segment, sizes.segment, default_alignment);
+      throw;
+    }
+  }
+
+  /**
+   * @brief Frees `ptr` in the order of `stream` into the cache (see the class). nullptr does
+   * nothing.
+   */
+  void deallocate(cuda::stream_ref stream,
+                  void* ptr,
+                  std::size_t bytes,
+                  std::size_t alignment = default_alignment) noexcept
+  {
+    // Unloading, or a forked child: the driver is not to be asked, and nothing can reuse it.
+    if (ptr == nullptr || detail::runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    cudaStream_t const handle = stream.get();
+    auto& st                  = *state_;
+    detail::capture_info capture{};
+    if (!detail::stream_is_eager(handle)) {
+      capture = detail::capture_of(handle);
+      // Eager after all (the capture ended meanwhile), or the driver could not say: as captured.
+      if (!capture.capturing()) { capture.status = detail::capture_status::unknown; }
+    }
+    detail::graph_free* in_graph = nullptr;
+    {
+      std::lock_guard const lock{st.mutex};
+      detail::cache_block* const b = st.live_block(ptr);
+      if (b != nullptr && !capture.capturing()) {
+        st.free_eager(*b, handle, detail::stream_lane(handle));
+        return;
+      }
+      if (b != nullptr) {
+        in_graph = st.free_in_graph(*b);
+        if (in_graph == nullptr) { return; }
+      }
+    }
+    if (in_graph != nullptr) {
+      (void)detail::call_in_graph(
+        handle, capture, &detail::graph_free::run, &detail::graph_free::destroy, in_graph);
+      return;
+    }
+    detail::stream_deallocate(st.upstream(), stream, ptr, bytes, alignment);
+  }
+
+  /** @brief Allocates from the upstream synchronously, bypassing the cache. */
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment = default_alignment)
+    requires detail::synchronous_upstream<Upstream>
+  {
+    return detail::sync_allocate(state_->upstream(), bytes, alignment);
+  }
+
+  /** @brief Frees memory from `allocate_sync` to the upstream synchronously. */
+  void deallocate_sync(void* ptr,
+                       std::size_t bytes,
+                       std::size_t alignment = default_alignment) noexcept
+    requires detail::synchronous_upstream<Upstream>
+  {
+    detail::sync_deallocate(state_->upstream(), ptr, bytes, alignment);
+  }
+
+  /**
+   * @brief Gives every idle segment a fence proves free back upstream; with `stream` (eager), also
+   * those of that stream, whose order proves them. The stream-ordered frees go on after the call.
+   * @return The bytes given back.
+   */
+  std::size_t trim(cuda::stream_ref stream = cuda::stream_ref{cudaStream_t{}}) noexcept
+  {
+    cudaStream_t const handle = stream.get();
+    bool const eager          = !detail::runtime_unloading().load(std::memory_order_relaxed) &&
+                       detail::stream_is_eager(handle);
+    std::uint64_t const lane = eager ? detail::stream_lane(handle) : 0;
+    std::lock_guard const lock{state_->mutex};
+    return state_->trim_locked(handle, lane);
+  }
+
+  /** @brief What the cache holds and has done, now. */
+  [[nodiscard]] segment_cache_statistics statistics() const
+  {
+    std::lock_guard const lock{state_->mutex};
+    return state_->statistics_locked();
+  }
+
+  /** @brief The limits the adaptor was made with. */
+  [[nodiscard]] segment_cache_options options() const noexcept { return state_->options(); }
+
+  /** @brief The resource (or ref) segments come from and go back to. */
+  [[nodiscard]] Upstream const& upstream_resource() const noexcept { return state_->upstream(); }
+
+  /** @brief The device whose primary context holds the adaptor's own stream (-1: none). */
+  [[nodiscard]] int device() const noexcept { return state_->device(); }
+
+  friend bool operator==(segment_cache_adaptor const& a, segment_cache_adaptor const& b) noexcept
+  {
+    return a.state_ == b.state_;
+  }
+
+ private:
+  void* bypass(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
+  {
+    {
+      std::lock_guard const lock{state_->mutex};
+      state_->count_bypass();
+    }
+    return detail::stream_allocate(state_->upstream(), stream, bytes, alignment);
+  }
+
+  std::shared_ptr<detail::segment_cache_state<Upstream>> state_;
+};
+
+/** @brief `segment_cache_adaptor{upstream}` holds a copy of `upstream`. */
+template <class Upstream>
+segment_cache_adaptor(Upstream, segment_cache_options const& = {})
+  -> segment_cache_adaptor<Upstream>;
+
+static_assert(detail::stream_ordered_resource_with<segment_cache_adaptor<device_async_resource_ref>,
+                                                   cuda::mr::device_accessible>);
+static_assert(detail::synchronous_resource_with<segment_cache_adaptor<device_async_resource_ref>,
+                                                cuda::mr::device_accessible>);
+static_assert(
+  !cuda::has_property<segment_cache_adaptor<device_async_resource_ref>, cuda::mr::host_accessible>);
+
+}  // namespace RMM_NEXT_ABI_NAMESPACE
+}  // namespace rmm_next

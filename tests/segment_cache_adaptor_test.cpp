@@ -1,0 +1,363 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// segment_cache_adaptor without a GPU: over host memory posing as device memory, with stream
+// handles that are plain numbers (a process without a driver has no real streams; a handle's
+// value is its lane). What is checked: which addresses come back, what the upstream is asked for
+// and given back, the statistics, out of memory, and threads.
+
+#include "support/fake_resource.hpp"
+
+#include <rmm_next/error.hpp>
+#include <rmm_next/resource_ref.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using rmm_next::test::fake_resource;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+/** @brief Host memory with a capacity, recording each request's size; copies share all. */
+class counted_upstream {
+ public:
+  struct state {
+    std::mutex mutex;
+    std::map<void*, std::size_t> live;
+    std::vector<std::size_t> requests;
+    std::size_t capacity{std::size_t{1} << 40};
+    std::size_t in_use{};
+    long frees{};
+  };
+
+  counted_upstream() : s_{std::make_shared<state>()} {}
+
+  [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
+  {
+    std::lock_guard lock{s_->mutex};
+    if (bytes > s_->capacity - s_->in_use) {
+      throw rmm_next::out_of_memory{"rmm_next::out_of_memory: test upstream: " +
+                                    std::to_string(bytes)};
+    }
+    void* p     = host_.allocate(stream, bytes, alignment);
+    s_->live[p] = bytes;
+    s_->requests.push_back(bytes);
+    s_->in_use += bytes;
+    return p;
+  }
+  void deallocate(cuda::stream_ref stream, void* p, std::size_t bytes, std::size_t a) noexcept
+  {
+    std::lock_guard lock{s_->mutex};
+    auto const it = s_->live.find(p);
+    if (it == s_->live.end() || it->second != bytes) {
+      ADD_FAILURE() << "the upstream was given back memory it did not hand out, or another size";
+      return;
+    }
+    s_->live.erase(it);
+    s_->in_use -= bytes;
+    ++s_->frees;
+    host_.deallocate(stream, p, bytes, a);
+  }
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t a)
+  {
+    return allocate(cuda::stream_ref{cudaStream_t{}}, bytes, a);
+  }
+  void deallocate_sync(void* p, std::size_t bytes, std::size_t a) noexcept
+  {
+    deallocate(cuda::stream_ref{cudaStream_t{}}, p, bytes, a);
+  }
+  [[nodiscard]] void* allocate(std::size_t bytes, std::size_t a) { return allocate_sync(bytes, a); }
+  void deallocate(void* p, std::size_t bytes, std::size_t a) noexcept
+  {
+    deallocate_sync(p, bytes, a);
+  }
+  [[nodiscard]] void* allocate_async(std::size_t bytes, std::size_t a, cuda::stream_ref s)
+  {
+    return allocate(s, bytes, a);
+  }
+  void deallocate_async(void* p, std::size_t bytes, std::size_t a, cuda::stream_ref s) noexcept
+  {
+    deallocate(s, p, bytes, a);
+  }
+
+  friend bool operator==(counted_upstream const& a, counted_upstream const& b) noexcept
+  {
+    return a.s_ == b.s_;
+  }
+  friend constexpr void get_property(counted_upstream const&, cuda::mr::device_accessible) noexcept
+  {
+  }
+
+  [[nodiscard]] state& get() const noexcept { return *s_; }
+
+ private:
+  std::shared_ptr<state> s_;
+  fake_resource host_;
+};
+
+using cache_t = rmm_next::segment_cache_adaptor<counted_upstream>;
+
+cuda::stream_ref stream_of(std::uintptr_t n)
+{
+  return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)};
+}
+
+rmm_next::segment_cache_options keep_everything()
+{
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes = std::size_t{1} << 40;
+  return o;
+}
+
+TEST(SegmentCacheAdaptor, SmallRequestsShareOneSegmentAndAFreedBlockComesBackOnItsStream)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  void* a      = cache.allocate(s, 1000);
+  void* b      = cache.allocate(s, 3000);
+  ASSERT_EQ(up.get().requests, std::vector<std::size_t>{2 * MiB});
+  // 1000 bytes take 1024 (two granules of 512); b follows a in the same segment.
+  EXPECT_EQ(static_cast<char*>(b) - static_cast<char*>(a), 1024);
+  cache.deallocate(s, a, 1000);
+  void* again = cache.allocate(s, 900);
+  EXPECT_EQ(again, a);
+  rmm_next::segment_cache_statistics const st = cache.statistics();
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, 2u);
+  EXPECT_EQ(st.segments, 1u);
+  EXPECT_EQ(st.segment_bytes, 2 * MiB);
+  EXPECT_EQ(st.live_bytes, 1024u + 3072u);
+  cache.deallocate(s, again, 900);
+  cache.deallocate(s, b, 3000);
+  EXPECT_EQ(cache.statistics().idle_bytes, 2 * MiB);
+  EXPECT_EQ(cache.statistics().live_bytes, 0u);
+}
+
+TEST(SegmentCacheAdaptor, FreedNeighboursMergeIntoOneBlock)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  void* a      = cache.allocate(s, 512 << 10);
+  void* b      = cache.allocate(s, 512 << 10);
+  void* c      = cache.allocate(s, MiB);
+  ASSERT_EQ(up.get().requests.size(), 1u);  // the three fill one 2 MiB segment
+  cache.deallocate(s, b, 512 << 10);
+  cache.deallocate(s, a, 512 << 10);
+  void* whole = cache.allocate(s, MiB);  // only a and b merged can hold it
+  EXPECT_EQ(whole, a);
+  EXPECT_EQ(up.get().requests.size(), 1u);
+  cache.deallocate(s, whole, MiB);
+  cache.deallocate(s, c, MiB);
+}
+
+TEST(SegmentCacheAdaptor, SegmentSizesFollowTheRequest)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  void* medium = cache.allocate(s, 3 * MiB);
+  void* large  = cache.allocate(s, 30 * MiB + 1);
+  EXPECT_EQ(up.get().requests, (std::vector<std::size_t>{20 * MiB, 32 * MiB}));
+  // The rest of the medium segment serves the next medium request.
+  void* second = cache.allocate(s, 5 * MiB);
+  EXPECT_EQ(static_cast<char*>(second) - static_cast<char*>(medium), std::ptrdiff_t(3 * MiB));
+  EXPECT_EQ(up.get().requests.size(), 2u);
+  cache.deallocate(s, second, 5 * MiB);
+  cache.deallocate(s, large, 30 * MiB + 1);
+  cache.deallocate(s, medium, 3 * MiB);
+}
+
+TEST(SegmentCacheAdaptor, AnotherStreamGetsItsOwnSegmentAndAFreeThereJoinsTheOwnersLane)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s1 = stream_of(0x10);
+  auto const s2 = stream_of(0x20);
+  void* a       = cache.allocate(s1, 4096);
+  cache.deallocate(s2, a, 4096);  // freed on another stream: it stays s1's
+  void* b = cache.allocate(s2, 4096);
+  EXPECT_NE(b, a);
+  EXPECT_EQ(up.get().requests.size(), 2u);
+  void* c = cache.allocate(s1, 4096);
+  EXPECT_EQ(c, a);
+  cache.deallocate(s2, b, 4096);
+  cache.deallocate(s1, c, 4096);
+}
+
+TEST(SegmentCacheAdaptor, IdleSegmentsBeyondTheBoundGoBackOldestFirst)
+{
+  counted_upstream up;
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes = 2 * MiB;
+  cache_t cache{up, 0, o};
+  auto const s = stream_of(0x10);
+  void* a      = cache.allocate(s, MiB + 1);  // a medium segment, 20 MiB
+  void* b      = cache.allocate(s, 1000);     // a small one, 2 MiB
+  cache.deallocate(s, b, 1000);
+  EXPECT_EQ(cache.statistics().idle_bytes, 2 * MiB);  // within the bound: kept
+  EXPECT_EQ(up.get().frees, 0);
+  cache.deallocate(s, a, MiB + 1);  // 22 MiB idle: the oldest (the small one) goes, then 20 MiB
+  EXPECT_EQ(up.get().frees, 2);
+  rmm_next::segment_cache_statistics const st = cache.statistics();
+  EXPECT_EQ(st.idle_bytes, 0u);
+  EXPECT_EQ(st.segment_bytes, 0u);
+  EXPECT_EQ(st.released_segments, 2u);
+  EXPECT_EQ(up.get().in_use, 0u);
+}
+
+TEST(SegmentCacheAdaptor, ABoundOfZeroGivesEachSegmentBackWhenItIsIdle)
+{
+  counted_upstream up;
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes = 0;
+  cache_t cache{up, 0, o};
+  auto const s = stream_of(0x10);
+  void* a      = cache.allocate(s, 100);
+  void* b      = cache.allocate(s, 100);
+  cache.deallocate(s, a, 100);
+  EXPECT_EQ(up.get().frees, 0);  // b still lives in the segment
+  cache.deallocate(s, b, 100);
+  EXPECT_EQ(up.get().frees, 1);
+  EXPECT_EQ(up.get().in_use, 0u);
+}
+
+TEST(SegmentCacheAdaptor, TrimGivesBackEveryIdleSegmentAndKeepsTheLiveOnes)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s1 = stream_of(0x10);
+  auto const s2 = stream_of(0x20);
+  std::vector<void*> on1;
+  for (int i = 0; i < 5; ++i) {
+    on1.push_back(cache.allocate(s1, 3 * MiB));  // 5 x 3 MiB in one 20 MiB segment
+  }
+  void* kept = cache.allocate(s2, 100);
+  void* big  = cache.allocate(s2, 64 * MiB);
+  for (void* p : on1) {
+    cache.deallocate(s1, p, 3 * MiB);
+  }
+  cache.deallocate(s2, big, 64 * MiB);
+  EXPECT_EQ(up.get().in_use, 20 * MiB + 2 * MiB + 64 * MiB);
+  EXPECT_EQ(cache.trim(s1), 84 * MiB);
+  EXPECT_EQ(up.get().in_use, 2 * MiB);  // the segment of the live block stays
+  EXPECT_EQ(cache.statistics().live_bytes, 512u);
+  cache.deallocate(s2, kept, 100);
+  EXPECT_EQ(cache.trim(), 2 * MiB);
+  EXPECT_EQ(up.get().in_use, 0u);
+}
+
+TEST(SegmentCacheAdaptor, OutOfMemoryGivesIdleSegmentsBackAndRetriesOnce)
+{
+  counted_upstream up;
+  up.get().capacity = 40 * MiB;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  void* a      = cache.allocate(s, 30 * MiB);
+  cache.deallocate(s, a, 30 * MiB);       // idle, kept: 30 MiB of the 40 held
+  void* b = cache.allocate(s, 36 * MiB);  // needs the idle segment back
+  EXPECT_NE(b, nullptr);
+  EXPECT_EQ(up.get().in_use, 36 * MiB);
+  EXPECT_THROW((void)cache.allocate(s, 10 * MiB), rmm_next::out_of_memory);
+  EXPECT_EQ(cache.statistics().live_bytes, 36 * MiB);  // and the cache goes on
+  cache.deallocate(s, b, 36 * MiB);
+  void* c = cache.allocate(s, 1000);
+  cache.deallocate(s, c, 1000);
+}
+
+TEST(SegmentCacheAdaptor, SizesThatCannotBeRoundedAndBadAlignmentsAreTheUpstreamsToRefuse)
+{
+  counted_upstream up;
+  up.get().capacity = 64 * MiB;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  EXPECT_THROW((void)cache.allocate(s, SIZE_MAX), rmm_next::out_of_memory);
+  EXPECT_THROW((void)cache.allocate(s, SIZE_MAX - 4095), rmm_next::out_of_memory);
+  EXPECT_EQ(cache.statistics().bypasses, 2u);
+  EXPECT_EQ(cache.allocate(s, 0), nullptr);
+  cache.deallocate(s, nullptr, 0);
+  void* p = cache.allocate(s, 1000);  // still working
+  cache.deallocate(s, p, 1000);
+  EXPECT_EQ(cache.statistics().hits + cache.statistics().misses, 1u);
+}
+
+TEST(SegmentCacheAdaptor, CopiesShareOneCacheAndBindToARef)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  cache_t copy = cache;
+  EXPECT_EQ(copy, cache);
+  EXPECT_NE(cache, (cache_t{up, 0, keep_everything()}));
+  rmm_next::device_async_resource_ref ref{copy};
+  auto const s = stream_of(0x10);
+  void* a      = ref.allocate(s, 1000);
+  cache.deallocate(s, a, 1000);
+  EXPECT_EQ(copy.allocate(s, 1000), a);
+  ref.deallocate(s, a, 1000);
+  EXPECT_EQ(cache.statistics().hits, 1u);
+}
+
+TEST(SegmentCacheAdaptor, ThreadsOnTheirOwnStreamsAndFreesOnOthersLeaveNothingBehind)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  constexpr int threads = 4;
+  std::vector<std::vector<std::pair<void*, std::size_t>>> handed(threads);
+  std::vector<std::thread> pool;
+  std::atomic<bool> overlap{false};
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      auto const s    = stream_of(0x100 * (t + 1));
+      std::uint64_t x = 12345 + t;
+      std::vector<std::pair<void*, std::size_t>> mine;
+      for (int i = 0; i < 4000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (mine.size() < 32 && (x % 3 != 0 || mine.empty())) {
+          std::size_t const bytes          = 1 + x % (x % 7 == 0 ? 12 * MiB : 64 << 10);
+          void* p                          = cache.allocate(s, bytes);
+          static_cast<char*>(p)[0]         = static_cast<char>(t);
+          static_cast<char*>(p)[bytes - 1] = static_cast<char>(t);
+          mine.emplace_back(p, bytes);
+        } else {
+          auto const [p, bytes] = mine[x % mine.size()];
+          if (static_cast<char*>(p)[0] != t || static_cast<char*>(p)[bytes - 1] != t) {
+            overlap = true;
+          }
+          mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(x % mine.size()));
+          // Every fourth free on another thread's stream.
+          cache.deallocate(x % 4 == 0 ? stream_of(0x100 * ((t + 1) % threads + 1)) : s, p, bytes);
+        }
+      }
+      handed[t] = std::move(mine);
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  EXPECT_FALSE(overlap) << "two live blocks shared memory";
+  for (int t = 0; t < threads; ++t) {
+    for (auto const& [p, bytes] : handed[t]) {
+      cache.deallocate(stream_of(0x100 * (t + 1)), p, bytes);
+    }
+  }
+  EXPECT_EQ(cache.statistics().live_bytes, 0u);
+  (void)cache.trim();
+  EXPECT_EQ(up.get().in_use, 0u);
+  EXPECT_EQ(cache.statistics().segments, 0u);
+}
+
+}  // namespace

@@ -1,0 +1,359 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// A model-based randomized test of segment_cache_adaptor, on the CPU, over the driver model of
+// support/driver_model.hpp and its model pool (support/model_pool.hpp) upstream. Worker threads,
+// driven one operation at a time from a seeded sequence, allocate sizes from 512 bytes to 12 MiB
+// (and SIZE_MAX) on streams of device 0's primary context and of a second context (destroyed and
+// made again), free on the block's stream or, ordered by an event, on another, free blocks inside
+// captures in every mode (graphs launched or destroyed), destroy streams, trim from any thread and
+// run out of memory. The model checks throughout:
+// - every byte handed out is ordered after every earlier use of it, and memory freed in a capture
+//   comes back only once its graph ran past the free;
+// - no two live blocks overlap, and each lies in a block the pool handed out;
+// - no call is made that the driver would refuse or that would invalidate a capture;
+// - the live bytes and the idle bound agree with what the test holds.
+// RMM_NEXT_MODEL_SEED picks the seed (printed) and RMM_NEXT_MODEL_SECONDS the time (default 3).
+
+#include "support/driver_model.hpp"
+#include "support/model_pool.hpp"
+
+#include <rmm_next/error.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using model::model_pool;
+using model::the;
+
+/** @brief A block the test holds. */
+struct held {
+  std::uintptr_t address;
+  std::size_t bytes;
+  cudaStream_t handle;
+  model::stream* on;
+  bool graph;  ///< allocated during a capture (graph memory of the pool)
+};
+
+/** @brief Memory handed out before: its range and every use it had. */
+struct used_range {
+  std::size_t bytes;
+  model::vclock last_use;
+  bool pending;  ///< freed inside a capture whose graph has not run past the free
+  std::string how;
+};
+
+TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIsHarmed)
+{
+  auto const [seed, seconds] = model::settings_from_environment("segment cache model", 3.0);
+  std::mt19937_64 rng{seed};
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+
+  model_pool pool{std::size_t{128} << 20};
+  model::model_pool::state& ps = pool.get();
+  rmm_next::segment_cache_options options;
+  std::size_t constexpr bounds[] = {0, std::size_t{4} << 20, std::size_t{1} << 40};
+  options.max_idle_bytes         = bounds[pick(3)];
+  options.fence_interval         = 1 + pick(8);
+  std::printf(
+    "max_idle_bytes %zu, fence_interval %zu\n", options.max_idle_bytes, options.fence_interval);
+  auto cache = std::make_unique<rmm_next::segment_cache_adaptor<model_pool>>(pool, 0, options);
+
+  int second = 1;  // the second context of device 0 (destroyed and made again)
+  std::vector<std::unique_ptr<model::worker>> workers;
+  for (int i = 0; i < 3; ++i) {
+    workers.push_back(std::make_unique<model::worker>(0));
+  }
+  std::vector<cudaStream_t> streams;
+  auto new_stream = [&] {
+    std::lock_guard lock{the().mutex};
+    int const ctx = pick(3) == 0 ? second : 0;
+    streams.push_back(
+      reinterpret_cast<cudaStream_t>(the().create_stream(ctx, false, pick(2) == 0)));
+  };
+  for (int i = 0; i < 5; ++i) {
+    new_stream();
+  }
+  std::vector<held> live;
+  std::map<std::uintptr_t, used_range> history;
+  struct graph_free {
+    std::uintptr_t address;
+    std::size_t node;
+  };
+  struct capture_state {
+    bool on{false};
+    std::size_t worker{};
+    cudaStream_t handle{};
+    model::stream* s{};
+    std::vector<graph_free> frees;
+  } capture;
+  std::map<std::string, long> ops;
+
+  // What the test checks of memory handed out on `s` (eager) at [p, p + bytes).
+  auto check_handed_out = [&](std::uintptr_t p, std::size_t bytes, model::stream const& s) {
+    bool inside = false;
+    for (auto const& [a, b] : ps.blocks) {
+      inside = inside || (b.live && a <= p && p + bytes <= a + b.bytes);
+    }
+    if (!inside) { the().violation("a block outside every block the pool handed out"); }
+    for (held const& h : live) {
+      if (p < h.address + h.bytes && h.address < p + bytes) {
+        the().violation("two live blocks overlap");
+      }
+    }
+    model::vclock const now = model::done_before(s);
+    auto it                 = history.upper_bound(p);
+    if (it != history.begin()) { it = std::prev(it); }
+    for (; it != history.end() && it->first < p + bytes; ++it) {
+      if (it->first + it->second.bytes <= p) { continue; }
+      if (it->second.pending) {
+        the().violation("memory freed in a capture came back before its graph ran past the free");
+      } else if (!model::covers(now, it->second.last_use)) {
+        if (std::getenv("RMM_NEXT_MODEL_DEBUG") != nullptr) {
+          std::printf("DEBUG handed [%lx,+%zu) on uid %llu; range %lx +%zu: %s\n",
+                      (unsigned long)p,
+                      bytes,
+                      (unsigned long long)s.uid,
+                      (unsigned long)it->first,
+                      it->second.bytes,
+                      it->second.how.c_str());
+        }
+        the().violation("memory was handed out before its last use was done");
+      }
+    }
+  };
+
+  auto allocate_on = [&](std::size_t w, cudaStream_t h, std::size_t bytes) {
+    workers[w]->call([&] {
+      model::stream* s = nullptr;
+      {
+        std::lock_guard lock{the().mutex};
+        s = model::resolve_on(h);
+      }
+      void* ptr = nullptr;
+      try {
+        ptr = cache->allocate(cuda::stream_ref{h}, bytes);
+      } catch (rmm_next::out_of_memory const&) {
+        ++ops["out of memory"];
+        return;
+      }
+      auto const p = reinterpret_cast<std::uintptr_t>(ptr);
+      std::lock_guard lock{the().mutex};
+      bool const graph = s->capturing;
+      if (!graph) { check_handed_out(p, bytes, *s); }
+      if (graph) {
+        the().enqueue_captured(*s);  // a use in the graph, not on the stream's own clock
+      } else {
+        model::enqueue(*s);
+      }
+      if (!graph) {
+        for (auto it = history.lower_bound(p); it != history.end() && it->first < p + bytes;) {
+          it = it->first + it->second.bytes <= p + bytes ? history.erase(it) : std::next(it);
+        }
+      }
+      live.push_back({p, bytes, h, s, graph});
+    });
+  };
+
+  // Frees block i on `h` (its own stream, or one the test orders after it first).
+  auto free_on = [&](std::size_t w, std::size_t i, cudaStream_t h) {
+    held const b = live[i];
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+    workers[w]->call([&] {
+      model::stream* to = nullptr;
+      {
+        std::lock_guard lock{the().mutex};
+        to = model::resolve_on(h);
+        if (to != b.on) { model::user_order(reinterpret_cast<CUstream>(b.handle), b.on->ctx, *to); }
+        if (!b.graph) {
+          model::vclock use  = to->capturing ? b.on->clock : to->clock;
+          history[b.address] = {b.bytes,
+                                use,
+                                to->capturing,
+                                "alloc uid " + std::to_string(b.on->uid) + " freed uid " +
+                                  std::to_string(to->uid) + (to->capturing ? " in capture" : "")};
+          if (to->capturing) {
+            capture.frees.push_back({b.address, the().graphs.back()->nodes.size()});
+          }
+        }
+      }
+      cache->deallocate(cuda::stream_ref{h}, reinterpret_cast<void*>(b.address), b.bytes);
+    });
+  };
+
+  auto end_capture = [&](bool launch) {
+    std::lock_guard lock{the().mutex};
+    model::graph* g = the().end_capture(*capture.s);
+    capture.on      = false;
+    if (g == nullptr) {
+      the().violation("a capture was invalidated");
+      return;
+    }
+    if (launch) {
+      model::stream* on = model::resolve_on(streams[pick(streams.size())]);
+      model::merge(on->clock, g->before);
+      the().launch_graph(*g, *on, [&](std::size_t node) {
+        for (graph_free const& f : capture.frees) {
+          if (f.node != node) { continue; }
+          auto const it = history.find(f.address);
+          if (it == history.end() || !it->second.pending) { continue; }
+          it->second.pending = false;
+          model::merge(it->second.last_use, on->clock);
+        }
+      });
+      ++ops["graph launched"];
+    }
+    the().destroy_graph(*g);
+    capture.frees.clear();
+  };
+
+  long const steps = model::run_steps(seconds, [&] {
+    std::size_t const w = pick(workers.size());
+    std::size_t const r = pick(100);
+    if (r < 40 || (r < 75 && live.empty())) {  // allocate
+      cudaStream_t h = streams[pick(streams.size())];
+      if (capture.on && w == capture.worker && pick(3) == 0) { h = capture.handle; }
+      if (capture.on && h == capture.handle && w != capture.worker) { return; }
+      std::size_t constexpr sizes[] = {
+        512, 1000, 4096, 300000, std::size_t{3} << 19, std::size_t{3} << 20, std::size_t{12} << 20};
+      std::size_t const kind  = pick(20) == 0 ? 6 : pick(6);  // 12 MiB now and then
+      std::size_t const bytes = pick(300) == 0 ? SIZE_MAX : sizes[kind] + pick(2) * pick(5000);
+      if (live.size() > 24) { return; }
+      allocate_on(w, h, bytes);
+      ++ops["allocate"];
+    } else if (r < 75) {  // free, mostly on its own stream
+      std::size_t const i = pick(live.size());
+      held const& b       = live[i];
+      if (capture.on && b.on == capture.s) {
+        // Memory from before the capture, freed on the captured stream: the graph's to free.
+        if (w != capture.worker || b.graph) { return; }
+        free_on(w, i, b.handle);
+        ++ops["free in a capture"];
+        return;
+      }
+      cudaStream_t h = b.handle;
+      if (pick(4) == 0) { h = streams[pick(streams.size())]; }
+      if (capture.on && model::resolve_on(h) == capture.s) { return; }
+      bool const elsewhere = h != b.handle;
+      free_on(w, i, h);
+      ++ops[elsewhere ? "free on another stream" : "free"];
+    } else if (r < 80) {  // trim, from any thread, with a stream or none
+      cudaStream_t const h = pick(2) == 0 ? cudaStream_t{} : streams[pick(streams.size())];
+      if (capture.on && model::resolve_on(h) == capture.s) { return; }
+      workers[w]->call([&] { (void)cache->trim(cuda::stream_ref{h}); });
+      ++ops["trim"];
+    } else if (r < 84) {  // a capture begins or ends
+      if (!capture.on) {
+        cudaStream_t const h = streams[pick(streams.size())];
+        model::stream* s     = nullptr;
+        {
+          std::lock_guard lock{the().mutex};
+          s = model::resolve_on(h);
+        }
+        if (s->ctx != 0) { return; }
+        std::lock_guard lock{the().mutex};
+        the().begin_capture(*s, static_cast<cudaStreamCaptureMode>(pick(3)), workers[w]->id());
+        capture.on     = true;
+        capture.worker = w;
+        capture.handle = h;
+        capture.s      = s;
+        ++ops["capture"];
+      } else {
+        // Graph memory allocated in the capture is freed eagerly later (its output).
+        end_capture(pick(8) != 0);
+      }
+    } else if (r < 86) {  // a stream is destroyed once its blocks are freed; a new one is made
+      std::size_t const k  = pick(streams.size());
+      cudaStream_t const h = streams[k];
+      if (capture.on && model::resolve_on(h) == capture.s) { return; }
+      bool busy = false;
+      for (held const& b : live) {
+        busy = busy || b.handle == h;
+      }
+      if (busy) { return; }
+      {
+        std::lock_guard lock{the().mutex};
+        model::stream_destroy(reinterpret_cast<CUstream>(h));
+      }
+      streams.erase(streams.begin() + static_cast<std::ptrdiff_t>(k));
+      new_stream();
+      ++ops["stream destroyed"];
+    } else if (r < 87) {  // the second context is destroyed by its owner, and another made
+      if (pick(4) != 0) { return; }
+      for (held const& b : live) {
+        if (b.on->ctx == second) { return; }
+      }
+      std::lock_guard lock{the().mutex};
+      for (std::size_t k = 0; k < streams.size(); ++k) {
+        if (model::resolve_on(streams[k])->ctx == second) {
+          streams[k] = reinterpret_cast<cudaStream_t>(the().create_stream(0, false, false));
+        }
+      }
+      the().destroy_context(second);
+      second = the().create_context(0);
+      ++ops["context destroyed"];
+    } else if (r < 89) {  // the host waits for a stream
+      cudaStream_t const h = streams[pick(streams.size())];
+      std::lock_guard lock{the().mutex};
+      model::stream* s = model::resolve_on(h);
+      if (s != nullptr && !s->capturing) { model::merge(the().completed, s->clock); }
+    }
+    rmm_next::segment_cache_statistics const st = cache->statistics();
+    if (st.idle_bytes - st.unproven_bytes > options.max_idle_bytes) {
+      the().violation("idle segments that fences prove stayed beyond the bound");
+    }
+  });
+
+  if (capture.on) { end_capture(false); }
+  for (std::size_t i = live.size(); i-- > 0;) {
+    free_on(0, i, live[i].handle);
+  }
+  for (cudaStream_t h : streams) {  // each stream's own order proves its idle segments free
+    workers[0]->call([&] { (void)cache->trim(cuda::stream_ref{h}); });
+  }
+  rmm_next::segment_cache_statistics const st = cache->statistics();
+  std::printf("segments %llu (%llu B), pool in use %zu B, lost %llu B\n",
+              static_cast<unsigned long long>(st.segments),
+              static_cast<unsigned long long>(st.segment_bytes),
+              ps.in_use,
+              static_cast<unsigned long long>(st.lost_bytes));
+  std::printf(
+    "%ld steps; hits %llu, misses %llu, bypasses %llu, released %llu, idle %llu B, "
+    "unproven %llu B\n",
+    steps,
+    static_cast<unsigned long long>(st.hits),
+    static_cast<unsigned long long>(st.misses),
+    static_cast<unsigned long long>(st.bypasses),
+    static_cast<unsigned long long>(st.released_segments),
+    static_cast<unsigned long long>(st.idle_bytes),
+    static_cast<unsigned long long>(st.unproven_bytes));
+  for (auto const& [name, n] : ops) {
+    std::printf("  %-24s %ld\n", name.c_str(), n);
+  }
+  EXPECT_EQ(st.live_bytes, 0u);
+  EXPECT_EQ(ps.in_use, st.segment_bytes);  // the cache holds what the pool gave it, no more
+  workers.clear();
+  cache.reset();
+  model::report_violations(seed);
+  EXPECT_GT(st.hits, 0u);
+  EXPECT_GT(ops["capture"], 0);
+}
+
+}  // namespace
