@@ -44,6 +44,7 @@
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 
 #include <benchmark/benchmark.h>
@@ -81,19 +82,21 @@ class driver_pool_resource : public resource_calls<rmm_next::async_device_resour
   memory_peaks peaks() override { return driver_pool_peaks(resource().pool_handle()); }
 };
 
-using thread_cache = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
+using thread_cache  = rmm_next::thread_cache_adaptor<rmm_next::async_device_resource>;
+using segment_cache = rmm_next::segment_cache_adaptor<rmm_next::async_device_resource>;
 
-/** @brief thread_cache_adaptor (default options) over a driver pool, measured on that pool. */
-class thread_cache_resource : public resource_calls<thread_cache> {
+/** @brief A cache (`Cache`, default options) over a driver pool, measured on that pool. */
+template <class Cache>
+class cache_resource : public resource_calls<Cache> {
  public:
-  explicit thread_cache_resource(rmm_next::async_device_resource upstream)
-    : resource_calls{thread_cache{upstream}}
+  explicit cache_resource(rmm_next::async_device_resource upstream)
+    : resource_calls<Cache>{Cache{upstream}}
   {
     reset_pool(upstream.pool_handle());
   }
   memory_peaks peaks() override
   {
-    return driver_pool_peaks(resource().upstream_resource().pool_handle());
+    return driver_pool_peaks(this->resource().upstream_resource().pool_handle());
   }
 };
 
@@ -119,10 +122,19 @@ add_resource_kind const owned_pool{
 add_resource_kind const cache_current_pool{
   {"thread_cache_current",
    "rmm_next::thread_cache_adaptor over async_device_current",
-   &make_over_pool<thread_cache_resource, false>}};
+   &make_over_pool<cache_resource<thread_cache>, false>}};
 add_resource_kind const cache_owned_pool{{"thread_cache_owned",
                                           "rmm_next::thread_cache_adaptor over async_device_owned",
-                                          &make_over_pool<thread_cache_resource, true>}};
+                                          &make_over_pool<cache_resource<thread_cache>, true>}};
+
+add_resource_kind const segment_current_pool{
+  {"segment_cache_current",
+   "rmm_next::segment_cache_adaptor over async_device_current",
+   &make_over_pool<cache_resource<segment_cache>, false>}};
+add_resource_kind const segment_owned_pool{
+  {"segment_cache_owned",
+   "rmm_next::segment_cache_adaptor over async_device_owned",
+   &make_over_pool<cache_resource<segment_cache>, true>}};
 
 // ---- The replay ---------------------------------------------------------------------------------
 
