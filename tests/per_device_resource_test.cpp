@@ -168,6 +168,28 @@ TEST_F(ProcessWide, RefSettersAndOwningSettersMix)
   EXPECT_EQ(bytes_taken_from(device_async_resource_ref{previous}, current_pool(0)), bytes);
 }
 
+TEST_F(ProcessWide, EnableSegmentCacheServesTheDevicesRefFromSegmentsOfItsPool)
+{
+  cudaMemPool_t const pool = current_pool(1);
+  cuda::stream_ref const stream{fake_cuda::make_stream(1)};
+  std::size_t const before                = used_bytes(pool);
+  device_async_resource_ref const wrapped = rmm_next::enable_segment_cache(1);
+  EXPECT_TRUE(rmm_next::enable_segment_cache(1) == wrapped);  // once only
+  device_async_resource_ref ref = rmm_next::get_per_device_resource_ref(1);
+  EXPECT_FALSE(ref == wrapped);
+  void* a = ref.allocate(stream, bytes, rmm_next::default_alignment);
+  EXPECT_EQ(used_bytes(pool) - before, std::size_t{2} << 20) << "one small segment";
+  ref.deallocate(stream, a, bytes, rmm_next::default_alignment);
+  EXPECT_EQ(used_bytes(pool) - before, std::size_t{2} << 20) << "the segment stays cached";
+  void* b = ref.allocate(stream, bytes, rmm_next::default_alignment);
+  EXPECT_EQ(b, a) << "the freed block comes back on its stream";
+  ref.deallocate(stream, b, bytes, rmm_next::default_alignment);
+  EXPECT_EQ(bytes_taken_from(rmm_next::get_per_device_resource_ref(0), current_pool(0)), bytes)
+    << "device 0 is untouched";
+  (void)rmm_next::set_per_device_resource_ref(1, wrapped);
+  EXPECT_EQ(bytes_taken_from(rmm_next::get_per_device_resource_ref(1), pool), bytes);
+}
+
 TEST_F(ProcessWide, BadDeviceIdsThrowAndChangeNothing)
 {
   for (int const bad : {-1, 2, 1000}) {

@@ -11,6 +11,7 @@
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/per_device_resource_map.hpp>
 #include <rmm_next/resource_ref.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 
 #include <mutex>
@@ -20,7 +21,7 @@
  * @file
  * @brief The process-wide `per_device_resource_map`, RMM's free functions over it (the `_ref`
  * setters of RMM 25.12–26.04 and the owning setters of RMM 26.06 and later), and
- * `enable_thread_cache`, which puts a `thread_cache_adaptor` in front of it.
+ * `enable_thread_cache` and `enable_segment_cache`, which put a cache in front of it.
  *
  * Prefer a map of your own (`per_device_resource_map`): what is set here changes the memory of
  * every library in the process that uses these functions.
@@ -180,6 +181,34 @@ inline any_device_resource reset_current_device_resource()
                                                                  "reset_current_device_resource");
 }
 
+namespace detail {
+
+/**
+ * @brief Puts an `Adaptor` (a cache over a `device_async_resource_ref`) made with `options` in
+ * front of `device`'s process-wide ref, once: while one it made is the device's ref, nothing
+ * changes. The adaptors live until the process ends. @return The ref the adaptor wraps.
+ */
+template <class Adaptor, class Options>
+device_async_resource_ref put_in_front(int device, Options const& options)
+{
+  struct installed {
+    Adaptor* cache;
+    device_async_resource_ref wrapped;
+  };
+  static std::mutex mutex;
+  static auto* const by_device = new std::vector<installed>();  // never destroyed, as the map
+  std::lock_guard lock{mutex};
+  device_async_resource_ref const current = get_per_device_resource_ref(device);
+  for (installed const& i : *by_device) {
+    if (current == device_async_resource_ref{*i.cache}) { return i.wrapped; }
+  }
+  auto* cache = new Adaptor{current, device, options};
+  by_device->push_back({cache, current});
+  return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
+}
+
+}  // namespace detail
+
 /**
  * @brief Puts a `thread_cache_adaptor` in front of the process-wide resource of `device`, so that
  * every user of `get_per_device_resource_ref(device)` and `get_current_device_resource_ref()` on
@@ -196,21 +225,22 @@ inline any_device_resource reset_current_device_resource()
 inline device_async_resource_ref enable_thread_cache(int device,
                                                      thread_cache_options const& options = {})
 {
-  using adaptor = thread_cache_adaptor<device_async_resource_ref>;
-  struct installed {
-    adaptor* cache;
-    device_async_resource_ref wrapped;
-  };
-  static std::mutex mutex;
-  static auto* const by_device = new std::vector<installed>();  // never destroyed, as the map
-  std::lock_guard lock{mutex};
-  device_async_resource_ref const current = get_per_device_resource_ref(device);
-  for (installed const& i : *by_device) {
-    if (current == device_async_resource_ref{*i.cache}) { return i.wrapped; }
-  }
-  auto* cache = new adaptor{current, device, options};
-  by_device->push_back({cache, current});
-  return set_per_device_resource_ref(device, device_async_resource_ref{*cache});
+  return detail::put_in_front<thread_cache_adaptor<device_async_resource_ref>>(device, options);
+}
+
+/**
+ * @brief Puts a `segment_cache_adaptor` in front of the process-wide resource of `device`, as
+ * `enable_thread_cache` does a thread cache: every user of the device's process-wide ref then
+ * allocates through it. Calling this again while that adaptor is still the device's ref changes
+ * nothing.
+ * @return The ref the adaptor wraps (set it back to remove the cache; what the cache holds stays
+ * allocated from it).
+ * @throws std::out_of_range if `device` is not a visible device; nothing changes.
+ */
+inline device_async_resource_ref enable_segment_cache(int device,
+                                                      segment_cache_options const& options = {})
+{
+  return detail::put_in_front<segment_cache_adaptor<device_async_resource_ref>>(device, options);
 }
 
 }  // namespace RMM_NEXT_ABI_NAMESPACE
