@@ -240,3 +240,52 @@ TEST(VmmCaptures, AFreeOnACapturingStreamIsTheGraphsAndItsBlockComesBackWhenTheG
 }
 
 }  // namespace
+
+namespace {
+
+rmm_next_segment_cache_statistics segment_statistics()
+{
+  rmm_next_segment_cache_statistics s{};
+  EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+TEST(SegmentCache, FrameworkBlocksComeFromSegmentsAndIdleOnesGoBackPastTheBound)
+{
+  EXPECT_EQ(segment_statistics().enabled, 0u);
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << "again: no change";
+  cudaStream_t const s = fake::make_stream(0);
+  void* a              = rmm_next_torch_alloc(bytes, 0, s);
+  ASSERT_NE(a, nullptr) << rmm_next_last_error();
+  rmm_next_torch_free(a, bytes, 0, s);
+  void* b = rmm_next_torch_alloc(bytes, 0, s);
+  EXPECT_EQ(b, a) << "the freed block comes back on its stream";
+  rmm_next_segment_cache_statistics st = segment_statistics();
+  EXPECT_EQ(st.enabled, 1u);
+  EXPECT_EQ(st.misses, 1u);
+  EXPECT_EQ(st.hits, 1u);
+  EXPECT_EQ(st.segments, 1u);
+  EXPECT_EQ(st.segment_bytes, std::uint64_t{2} << 20);
+  EXPECT_EQ(st.live_bytes, bytes);
+  EXPECT_EQ(statistics().allocated_bytes, bytes) << "the plugin's own count is unchanged";
+  rmm_next_torch_free(b, bytes, 0, s);
+  EXPECT_EQ(segment_statistics().idle_bytes, std::uint64_t{2} << 20) << "kept: within the bound";
+  EXPECT_EQ(statistics().allocated_bytes, 0u);
+  ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+  EXPECT_EQ(segment_statistics().enabled, 0u);
+
+  // With no idle bytes allowed, the segment goes back on the free's own stream at once.
+  rmm_next_segment_cache_options const none{0, 0};
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, &none), 0) << rmm_next_last_error();
+  void* c = rmm_next_torch_alloc(bytes, 0, s);
+  ASSERT_NE(c, nullptr) << rmm_next_last_error();
+  rmm_next_torch_free(c, bytes, 0, s);
+  st = segment_statistics();
+  EXPECT_EQ(st.segments, 0u);
+  EXPECT_EQ(st.released_segments, 1u);
+  EXPECT_EQ(st.idle_bytes, 0u);
+  ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
+}  // namespace

@@ -335,6 +335,10 @@ TEST_F(WithoutDevice, EveryEntryPointFailsWithoutThrowing)
   EXPECT_EQ(rmm_next_use_managed_memory(0), -1);
   EXPECT_EQ(rmm_next_enable_thread_cache(-1, nullptr), -1);
   EXPECT_EQ(rmm_next_disable_thread_cache(-1), -1);
+  EXPECT_EQ(rmm_next_enable_segment_cache(-1, nullptr), -1);
+  EXPECT_EQ(rmm_next_disable_segment_cache(-1), -1);
+  rmm_next_segment_cache_statistics segments{};
+  EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &segments), -1);
   EXPECT_EQ(rmm_next_release_unused(-1), -1);
   rmm_next_statistics stats{};
   EXPECT_EQ(rmm_next_get_statistics(0, &stats), -1);

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /** @brief Changes whenever a signature or structure below changes; see `rmm_next_abi_version`. */
-#define RMM_NEXT_ALLOCATOR_ABI_VERSION 3
+#define RMM_NEXT_ALLOCATOR_ABI_VERSION 4
 
 /** @brief The `RMM_NEXT_ALLOCATOR_ABI_VERSION` the library was built with. */
 int rmm_next_abi_version(void);
@@ -73,6 +73,12 @@ typedef struct rmm_next_thread_cache_options {
   int skip_capture_detection;         /**< nonzero: `detect_capture = false` */
 } rmm_next_thread_cache_options;
 
+/** @brief Limits of the segment cache (see `segment_cache_options`). */
+typedef struct rmm_next_segment_cache_options {
+  size_t max_idle_bytes; /**< idle segment bytes kept; SIZE_MAX: the default (64 MiB); 0: none */
+  size_t fence_interval; /**< most frees on a stream between its fences; 0: the default (64) */
+} rmm_next_segment_cache_options;
+
 /** @brief The device's current pool (`cudaMemGetMemPool`), shared with every
  * `cudaMallocAsync` user in the process: the initial resource. @return 0, or -1. */
 int rmm_next_use_current_pool(int device);
@@ -92,9 +98,10 @@ int rmm_next_enable_thread_cache(int device, rmm_next_thread_cache_options const
  * @return 0, or -1. */
 int rmm_next_disable_thread_cache(int device);
 
-/** @brief Gives unused memory back: returns the thread caches' blocks and frees that waited for
- * a stream capture to end, synchronizes the device and trims its pool to what is in use. Only
- * devices this library has used (all with -1). @return 0, or -1. */
+/** @brief Gives unused memory back: returns the thread caches' blocks, the segment caches' idle
+ * segments and frees that waited for a stream capture to end, and trims the pool to what is in
+ * use (without synchronizing the device: frees still queued on a stream go back at a later call).
+ * Only devices this library has used (all with -1). @return 0, or -1. */
 int rmm_next_release_unused(int device);
 
 /* ---- Stream-ordered allocation ------------------------------------------------------------- */
@@ -196,6 +203,35 @@ typedef struct rmm_next_statistics {
   uint64_t allocated_bytes_high;     /**< high watermark of `allocated_bytes` since the start or
                                           the last `rmm_next_reset_peak_statistics` */
 } rmm_next_statistics;
+
+/** @brief Puts a `segment_cache_adaptor` over the device's resource (NULL: default options), under
+ * the thread cache when one is in place; -1 for every device, also those used later. Calling it
+ * again while the cache is in place changes nothing. @return 0, or -1. */
+int rmm_next_enable_segment_cache(int device, rmm_next_segment_cache_options const* options);
+
+/** @brief Takes the device's segment cache out (-1: every device); its idle segments go back to
+ * the pool, and blocks still live go back through it when freed. @return 0, or -1. */
+int rmm_next_disable_segment_cache(int device);
+
+/** @brief What a device's segment cache holds and has done (`segment_cache_statistics`). */
+typedef struct rmm_next_segment_cache_statistics {
+  uint64_t enabled;             /**< 1 when the device has a segment cache of this library's */
+  uint64_t hits;                /**< allocations served from a cached block */
+  uint64_t misses;              /**< allocations that took a new segment */
+  uint64_t bypasses;            /**< allocations it never serves (captured streams, bad input) */
+  uint64_t segments;            /**< segments held now */
+  uint64_t segment_bytes;       /**< their bytes */
+  uint64_t live_bytes;          /**< bytes of live blocks */
+  uint64_t idle_bytes;          /**< bytes of segments with no live block */
+  uint64_t released_segments;   /**< segments given back to the pool so far */
+  uint64_t unproven_bytes;      /**< idle bytes no fence proves free yet */
+  uint64_t graph_pending_bytes; /**< freed in captures whose graphs have not run the free */
+  uint64_t lost_bytes;          /**< blocks nothing will prove free */
+} rmm_next_segment_cache_statistics;
+
+/** @brief Fills `out` for `device` (-1: the current device); all 0 without a segment cache.
+ * @return 0, or -1. */
+int rmm_next_get_segment_cache_statistics(int device, rmm_next_segment_cache_statistics* out);
 
 /** @brief Fills `out` for `device` (-1: the current device). @return 0, or -1. */
 int rmm_next_get_statistics(int device, rmm_next_statistics* out);

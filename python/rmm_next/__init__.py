@@ -32,6 +32,7 @@ __all__ = [
     "OutOfMemoryError",
     "OwnedPool",
     "RmmNextError",
+    "SegmentCache",
     "ThreadCache",
     "Tracking",
     "VmmOptions",
@@ -40,7 +41,9 @@ __all__ = [
     "configure_vmm",
     "deallocate",
     "device_count",
+    "disable_segment_cache",
     "disable_thread_cache",
+    "enable_segment_cache",
     "enable_thread_cache",
     "flush_log",
     "library_path",
@@ -49,6 +52,7 @@ __all__ = [
     "pool_attributes",
     "release_unused",
     "reset_peak_statistics",
+    "segment_cache_statistics",
     "statistics",
     "tracing",
     "use_current_pool",
@@ -95,6 +99,17 @@ class ThreadCache:
     max_block_size: int = 0
     max_streams_per_thread: int = 0
     detect_capture: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentCache:
+    """Options of the segment cache (``segment_cache_adaptor``, docs/segment_cache.md): a caching
+    layer of every size over the pool. ``max_idle_bytes``: bytes of idle segments kept (None: the
+    default, 64 MiB; 0: none); ``fence_interval``: most frees on a stream between its fences (0:
+    the default, 64)."""
+
+    max_idle_bytes: int | None = None
+    fence_interval: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +197,37 @@ def disable_thread_cache(device=None):
     _lib.call("disable_thread_cache", _device(device))
 
 
+def enable_segment_cache(device=None, cache=None):
+    """Puts a segment cache (a ``SegmentCache``; None: defaults) over each device's resource, under
+    the thread cache when one is in place. ``torch.cuda.empty_cache()`` under ``use()`` and
+    ``release_unused()`` give its idle segments back."""
+    cache = cache or SegmentCache()
+    idle = (1 << 64) - 1 if cache.max_idle_bytes is None else cache.max_idle_bytes
+    if idle < 0 or cache.fence_interval < 0:
+        raise ValueError(f"rmm_next.enable_segment_cache: {cache!r}; sizes cannot be negative")
+    options = _lib.SegmentCacheOptions(idle, cache.fence_interval)
+    _lib.call("enable_segment_cache", _device(device), ctypes.byref(options))
+
+
+def disable_segment_cache(device=None):
+    """Takes rmm-next's segment cache out; its idle segments go back to the pool."""
+    _lib.call("disable_segment_cache", _device(device))
+
+
+def segment_cache_statistics(device=None):
+    """What the device's segment cache holds and has done, as a dict (``enabled`` False and zeros
+    without one): ``hits``, ``misses``, ``bypasses``, ``segments``, ``segment_bytes``,
+    ``live_bytes``, ``idle_bytes``, ``released_segments``, ``unproven_bytes``,
+    ``graph_pending_bytes``, ``lost_bytes``."""
+    lib = _lib.load()
+    out = _lib.SegmentCacheStatistics()
+    _lib.check(lib, lib.rmm_next_get_segment_cache_statistics(_device(device), ctypes.byref(out)),
+               "rmm_next.segment_cache_statistics")
+    found = {name: getattr(out, name) for name in _lib.SEGMENT_CACHE_STATISTICS}
+    found["enabled"] = bool(found["enabled"])
+    return found
+
+
 def _log_path(log):
     """The path ``configure(log=...)`` opens, b"" to end the log, or None to leave it."""
     if log is _UNCHANGED:
@@ -208,11 +254,27 @@ def _tracking(track):
     )
 
 
-def configure(pool=None, thread_cache=None, device=None, *, log=_UNCHANGED, track=None):
+def _choose_cache(name, value, options_type, enable, disable, device):
+    """``configure``'s handling of ``thread_cache=`` and ``segment_cache=``."""
+    if value is True or isinstance(value, options_type):
+        enable(device, None if value is True else value)
+    elif value is False:
+        disable(device)
+    elif value is not None:
+        raise ValueError(
+            f"rmm_next.configure: {name}={value!r}; pass None, a bool or a "
+            f"{options_type.__name__}"
+        )
+
+
+def configure(pool=None, thread_cache=None, device=None, *, log=_UNCHANGED, track=None,
+              segment_cache=None):
     """Chooses the resource and the thread cache in one call; the frameworks' ``use`` call it.
 
     ``pool``: None (leave as is), ``"current"``, ``"managed"`` or an ``OwnedPool``.
     ``thread_cache``: None (leave as is), True/False, or a ``ThreadCache``.
+    ``segment_cache``: None (leave as is), True/False, or a ``SegmentCache``: a caching layer of
+    every size under the thread cache (docs/segment_cache.md).
 
     ``log``: a path starts logging every allocation and free of every device and framework there,
     in RMM's ``logging_resource_adaptor`` CSV format (the file is created or truncated; a log
@@ -234,14 +296,10 @@ def configure(pool=None, thread_cache=None, device=None, *, log=_UNCHANGED, trac
         raise ValueError(
             f"rmm_next.configure: pool={pool!r}; pass None, 'current', 'managed' or an OwnedPool"
         )
-    if thread_cache is True or isinstance(thread_cache, ThreadCache):
-        enable_thread_cache(device, None if thread_cache is True else thread_cache)
-    elif thread_cache is False:
-        disable_thread_cache(device)
-    elif thread_cache is not None:
-        raise ValueError(
-            f"rmm_next.configure: thread_cache={thread_cache!r}; pass None, a bool or a ThreadCache"
-        )
+    _choose_cache("segment_cache", segment_cache, SegmentCache, enable_segment_cache,
+                  disable_segment_cache, device)
+    _choose_cache("thread_cache", thread_cache, ThreadCache, enable_thread_cache,
+                  disable_thread_cache, device)
     if tracking is not None:
         lib = _lib.load()
         _lib.check(lib, lib.rmm_next_set_tracking(int(tracking[0]), int(tracking[1])),

@@ -11,7 +11,7 @@ import threading
 
 ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
 LIBRARY_NAME = "librmm_next_allocator.so"
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 class RmmNextError(RuntimeError):
@@ -47,6 +47,20 @@ class ThreadCacheOptions(ctypes.Structure):
 def _uint64_fields(*names):
     """ctypes fields of 64-bit counters, in the order of `names`."""
     return [(name, ctypes.c_uint64) for name in names]
+
+
+class SegmentCacheOptions(ctypes.Structure):
+    _fields_ = [("max_idle_bytes", ctypes.c_size_t), ("fence_interval", ctypes.c_size_t)]
+
+
+SEGMENT_CACHE_STATISTICS = (
+    "enabled", "hits", "misses", "bypasses", "segments", "segment_bytes", "live_bytes",
+    "idle_bytes", "released_segments", "unproven_bytes", "graph_pending_bytes", "lost_bytes",
+)
+
+
+class SegmentCacheStatistics(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in SEGMENT_CACHE_STATISTICS]
 
 
 class Statistics(ctypes.Structure):
@@ -134,6 +148,10 @@ _signatures = {
     "rmm_next_use_managed_memory": (_c_int, [_c_int]),
     "rmm_next_enable_thread_cache": (_c_int, [_c_int, ctypes.POINTER(ThreadCacheOptions)]),
     "rmm_next_disable_thread_cache": (_c_int, [_c_int]),
+    "rmm_next_enable_segment_cache": (_c_int, [_c_int, ctypes.POINTER(SegmentCacheOptions)]),
+    "rmm_next_disable_segment_cache": (_c_int, [_c_int]),
+    "rmm_next_get_segment_cache_statistics": (
+        _c_int, [_c_int, ctypes.POINTER(SegmentCacheStatistics)]),
     "rmm_next_release_unused": (_c_int, [_c_int]),
     "rmm_next_allocate": (_c_void_p, [_c_size_t, _c_int, _c_void_p]),
     "rmm_next_deallocate": (None, [_c_void_p, _c_size_t, _c_int, _c_void_p]),

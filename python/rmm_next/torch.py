@@ -55,13 +55,13 @@ record_stream_hooked = False
 stats_installed = False
 
 
-def use(pool=None, thread_cache=None, device=None, *, install_stats=False):
+def use(pool=None, thread_cache=None, device=None, *, install_stats=False, segment_cache=None):
     """Makes rmm-next PyTorch's CUDA allocator for the rest of the process.
 
     Must run before PyTorch allocates CUDA memory (PyTorch cannot swap an allocator in use).
-    ``pool`` and ``thread_cache`` are as for ``rmm_next.configure`` (default: each device's
-    current pool, no thread cache). Calling it again only applies ``pool`` / ``thread_cache``
-    (and ``install_stats=True``). Returns the ``torch.cuda.memory.CUDAPluggableAllocator``.
+    ``pool``, ``thread_cache`` and ``segment_cache`` are as for ``rmm_next.configure`` (default:
+    each device's current pool, no cache); ``torch.cuda.empty_cache()`` gives the segment cache's
+    idle segments back. Calling it again only applies those three (and ``install_stats=True``). Returns the ``torch.cuda.memory.CUDAPluggableAllocator``.
 
     ``install_stats=True`` replaces ``memory_stats``, ``memory_allocated``,
     ``max_memory_allocated``, ``memory_reserved``, ``max_memory_reserved`` and
@@ -89,7 +89,7 @@ def use(pool=None, thread_cache=None, device=None, *, install_stats=False):
             "nccl_mem_pool(), so PyTorch's caching allocator is in use; choose one route per "
             "process"
         )
-    configure(pool=pool, thread_cache=thread_cache, device=device)
+    configure(pool=pool, thread_cache=thread_cache, device=device, segment_cache=segment_cache)
     if _allocator is not None:
         if install_stats:
             _install_stats()

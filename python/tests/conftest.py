@@ -109,7 +109,8 @@ _TRAIN_ENV = {"async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}}
 
 @pytest.fixture(scope="session")
 def training(gpu):
-    """training(mode): torch_train.py's run of `mode` (native, async, rmm, rmm_cache, mem_pool) for
+    """training(mode): torch_train.py's run of `mode` (native, async, rmm, rmm_cache, rmm_segments,
+    mem_pool) for
     TRAIN_STEPS steps, each in a process of its own, made once per session for every test."""
     framework("torch")
     runs = {}

@@ -36,11 +36,22 @@ def test_statistics_structure_has_every_field_once():
     assert _lib.Statistics.allocated_bytes_high.offset == 18 * 8 + 2 * 4
 
 
+def test_segment_cache_statistics_structure_matches_the_c_struct():
+    names = [name for name, _ in _lib.SegmentCacheStatistics._fields_]
+    assert names == list(_lib.SEGMENT_CACHE_STATISTICS) and len(set(names)) == 12
+    assert ctypes.sizeof(_lib.SegmentCacheStatistics) == 12 * 8
+    assert ctypes.sizeof(_lib.SegmentCacheOptions) == 2 * ctypes.sizeof(ctypes.c_size_t)
+
+
 def test_configure_rejects_unknown_choices_before_calling_the_library():
     with pytest.raises(ValueError, match="pool="):
         rmm_next.configure(pool="bogus")
     with pytest.raises(ValueError, match="thread_cache="):
         rmm_next.configure(thread_cache="yes")
+    with pytest.raises(ValueError, match="segment_cache="):
+        rmm_next.configure(segment_cache="yes")
+    with pytest.raises(ValueError, match="cannot be negative"):
+        rmm_next.enable_segment_cache(cache=rmm_next.SegmentCache(max_idle_bytes=-1))
 
 
 def test_framework_modules_are_imported_on_first_access_only():

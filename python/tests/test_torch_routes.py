@@ -25,8 +25,9 @@ def torch_installed(gpu):
 
 @pytest.fixture(scope="module")
 def ways(training):
-    """The four ways, from the session's training runs (test_torch.py shares native and use's)."""
-    modes = {"native": "native", "use": "rmm", "use_cache": "rmm_cache", "mem_pool": "mem_pool"}
+    """The ways, from the session's training runs (test_torch.py shares native and use's)."""
+    modes = {"native": "native", "use": "rmm", "use_cache": "rmm_cache",
+             "use_segments": "rmm_segments", "mem_pool": "mem_pool"}
     return compare_to_native({way: training(mode) for way, mode in modes.items()})
 
 
@@ -39,7 +40,7 @@ def stats(gpu):
 def test_four_ways_train_to_the_same_losses(ways, record):
     native = ways["native"]["losses"]
     assert len(native) == STEPS and native[-1] < native[0]  # it trains
-    for way in ("use", "use_cache", "mem_pool"):
+    for way in ("use", "use_cache", "use_segments", "mem_pool"):
         w = ways[way]
         record(f"torch.ways.{way}.max_loss_difference_vs_native", w["max_loss_difference_vs_native"])
         record(f"torch.ways.{way}.losses_identical_to_native", w["losses_identical_to_native"])
@@ -52,6 +53,18 @@ def test_four_ways_steps_per_second(ways, record):
         record(f"torch.ways.{way}.steps_per_second", round(w["steps_per_second"], 1))
         record(f"torch.ways.{way}.ratio_to_native", round(w["ratio_to_native"], 3))
         assert w["steps_per_second"] > 0.5 * ways["native"]["steps_per_second"], way  # sanity only
+
+
+def test_the_segment_cache_serves_training_and_gives_idle_segments_back(ways, record):
+    w = ways["use_segments"]
+    during, after = w["segment_cache"], w["segment_cache_after_empty_cache"]
+    record("torch.ways.use_segments.segment_cache", during)
+    record("torch.ways.use_segments.segment_cache_after_empty_cache", after)
+    assert during["enabled"] and during["hits"] > during["misses"] > 0
+    assert after["live_bytes"] == 0
+    # Every idle segment a fence proves free went back; only unproven ones may stay.
+    assert after["idle_bytes"] == after["unproven_bytes"] == after["segment_bytes"]
+    assert w["pool_used_after_empty_cache"] >= after["segment_bytes"]
 
 
 def test_mem_pool_training_takes_its_segments_from_rmm_next(ways, record):

@@ -143,6 +143,7 @@ class plugin_state {
           default_.pool = choice.pool;
         }
         if (choice.cache) { default_.cache = choice.cache; }
+        if (choice.segment) { default_.segment = choice.segment; }
       }
       for (int d = 0; d < device_count; ++d) {
         if (touched(d)) { choose(d, choice, call); }
@@ -159,6 +160,12 @@ class plugin_state {
   {
     std::lock_guard lock{default_mutex_};
     default_.cache.reset();
+  }
+
+  void forget_default_segment_cache()
+  {
+    std::lock_guard lock{default_mutex_};
+    default_.segment.reset();
   }
 
   [[nodiscard]] std::int64_t live_bytes_of(int device) const
@@ -539,33 +546,103 @@ RMM_NEXT_EXPORT int rmm_next_use_managed_memory(int device)
   });
 }
 
-RMM_NEXT_EXPORT int rmm_next_enable_thread_cache(int device,
-                                                 rmm_next_thread_cache_options const* options)
+namespace {
+
+/**
+ * @brief What `rmm_next_disable_thread_cache` and `rmm_next_disable_segment_cache` do: `remove`
+ * (a member of `device_slot`) on `device`, or on every device used so far and as the default.
+ */
+int remove_from(int device,
+                void (rmm_next::plugin::device_slot::*remove)(int),
+                void (rmm_next::plugin::plugin_state::*forget_default)())
 {
   return guarded(-1, [&] {
-    rmm_next::plugin::resource_choice choice;
-    choice.cache = rmm_next::plugin::to_cache_options(options);
-    state().choose(device, choice, "rmm_next_enable_thread_cache");
+    auto& st        = state();
+    auto const once = [&](int d) {
+      rmm_next::plugin::device_slot& s = st.slot(d);
+      std::lock_guard lock{s.mutex};
+      (s.*remove)(d);
+    };
+    if (device == rmm_next::detail::every_device) {
+      (st.*forget_default)();
+      for (int d = 0; d < st.device_count; ++d) {
+        if (st.touched(d)) { once(d); }
+      }
+    } else {
+      once(st.resolve(device));
+    }
     return 0;
   });
 }
 
-RMM_NEXT_EXPORT int rmm_next_disable_thread_cache(int device)
+/** @brief Applies `choice` to `device` (-1: every device, and the default), for `call`. */
+int choose_for(int device, rmm_next::plugin::resource_choice const& choice, char const* call)
 {
   return guarded(-1, [&] {
-    auto& st          = state();
-    auto const remove = [&](int d) {
-      rmm_next::plugin::device_slot& s = st.slot(d);
-      std::lock_guard lock{s.mutex};
-      s.remove_cache(d);
-    };
-    if (device == rmm_next::detail::every_device) {
-      st.forget_default_cache();
-      for (int d = 0; d < st.device_count; ++d) {
-        if (st.touched(d)) { remove(d); }
-      }
-    } else {
-      remove(st.resolve(device));
+    state().choose(device, choice, call);
+    return 0;
+  });
+}
+
+}  // namespace
+
+RMM_NEXT_EXPORT int rmm_next_enable_thread_cache(int device,
+                                                 rmm_next_thread_cache_options const* options)
+{
+  rmm_next::plugin::resource_choice choice;
+  choice.cache = rmm_next::plugin::to_cache_options(options);
+  return choose_for(device, choice, "rmm_next_enable_thread_cache");
+}
+
+RMM_NEXT_EXPORT int rmm_next_disable_thread_cache(int device)
+{
+  return remove_from(device,
+                     &rmm_next::plugin::device_slot::remove_cache,
+                     &rmm_next::plugin::plugin_state::forget_default_cache);
+}
+
+RMM_NEXT_EXPORT int rmm_next_enable_segment_cache(int device,
+                                                  rmm_next_segment_cache_options const* options)
+{
+  rmm_next::plugin::resource_choice choice;
+  choice.segment = rmm_next::plugin::to_segment_options(options);
+  return choose_for(device, choice, "rmm_next_enable_segment_cache");
+}
+
+RMM_NEXT_EXPORT int rmm_next_disable_segment_cache(int device)
+{
+  return remove_from(device,
+                     &rmm_next::plugin::device_slot::remove_segment_cache,
+                     &rmm_next::plugin::plugin_state::forget_default_segment_cache);
+}
+
+RMM_NEXT_EXPORT int rmm_next_get_segment_cache_statistics(int device,
+                                                          rmm_next_segment_cache_statistics* out)
+{
+  return guarded(-1, [&] {
+    if (out == nullptr) {
+      rmm_next::detail::throw_error<std::invalid_argument>(
+        "allocator_plugin", "rmm_next_get_segment_cache_statistics: a null output pointer");
+    }
+    auto& st                            = state();
+    device                              = st.resolve(device);
+    rmm_next::plugin::device_slot& slot = st.slot(device);
+    std::lock_guard lock{slot.mutex};
+    *out = rmm_next_segment_cache_statistics{};
+    if (auto* cache = slot.segment_cache()) {
+      rmm_next::segment_cache_statistics const c = cache->statistics();
+      *out                                       = {1,
+                                                    c.hits,
+                                                    c.misses,
+                                                    c.bypasses,
+                                                    c.segments,
+                                                    c.segment_bytes,
+                                                    c.live_bytes,
+                                                    c.idle_bytes,
+                                                    c.released_segments,
+                                                    c.unproven_bytes,
+                                                    c.graph_pending_bytes,
+                                                    c.lost_bytes};
     }
     return 0;
   });
@@ -587,6 +664,7 @@ RMM_NEXT_EXPORT int rmm_next_release_unused(int device)
       // would invalidate a capture running on any thread. Frees still queued on a stream are
       // released by a later call, once their stream has reached them.
       if (auto* cache = s.cache()) { cache->flush(); }
+      if (auto* segments = s.segment_cache()) { (void)segments->trim(); }
       if (cudaMemPool_t const pool = s.pool(d); pool != nullptr) {
         (void)cudaMemPoolTrimTo(pool, 0);
         (void)cudaGetLastError();

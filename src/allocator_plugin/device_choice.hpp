@@ -11,6 +11,7 @@
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/pool_options.hpp>
 #include <rmm_next/resource_ref.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 
 #include <cuda_runtime_api.h>
@@ -38,13 +39,15 @@ enum class resource_kind : int {
   external     = rmm_next_resource_external,
 };
 
-using cache_adaptor = thread_cache_adaptor<device_async_resource_ref>;
+using cache_adaptor   = thread_cache_adaptor<device_async_resource_ref>;
+using segment_adaptor = segment_cache_adaptor<device_async_resource_ref>;
 
 /** @brief A resource choice, kept as the default for devices the plugin has not used yet. */
 struct resource_choice {
   std::optional<resource_kind> kind;  ///< none: leave the device's resource as it is
   pool_options pool{};
   std::optional<thread_cache_options> cache;
+  std::optional<segment_cache_options> segment;  ///< a segment cache under the thread cache
 };
 
 inline pool_options to_pool_options(rmm_next_pool_options const* o)
@@ -70,6 +73,15 @@ inline thread_cache_options to_cache_options(rmm_next_thread_cache_options const
   return c;
 }
 
+inline segment_cache_options to_segment_options(rmm_next_segment_cache_options const* o)
+{
+  segment_cache_options c;
+  if (o == nullptr) { return c; }
+  if (o->max_idle_bytes != SIZE_MAX) { c.max_idle_bytes = o->max_idle_bytes; }
+  if (o->fence_interval != 0) { c.fence_interval = o->fence_interval; }
+  return c;
+}
+
 /**
  * @brief One device's choice. Resources the plugin puts in the map are never destroyed (refs to
  * them may have been handed out); a pool replaced later is trimmed instead.
@@ -91,12 +103,55 @@ class device_slot {
       bool const had_cache                     = cache_in_place(device);
       thread_cache_options const cache_options = cache_options_;
       if (had_cache) { remove_cache(device); }
+      bool const had_segments                     = segment_ != nullptr;
+      segment_cache_options const segment_options = segment_options_;
+      if (had_segments) { remove_segment_cache(device); }
       install_resource(device, *choice.kind, choice.pool);
+      if (had_segments && !choice.segment) { install_segment_cache(device, segment_options); }
       if (had_cache && !choice.cache) { install_cache(device, cache_options); }
     }
+    if (choice.segment) { install_segment_cache(device, *choice.segment); }
     if (choice.cache) { install_cache(device, *choice.cache); }
     installed_ = get_per_device_resource_ref(device);
   }
+
+  /**
+   * @brief Puts a segment cache over the device's resource, under the thread cache when one is in
+   * place (so that small blocks stay the thread cache's). Nothing when one is in place already.
+   */
+  void install_segment_cache(int device, segment_cache_options const& options)
+  {
+    if (segment_ != nullptr) { return; }
+    bool const had_cache                     = cache_in_place(device);
+    thread_cache_options const cache_options = cache_options_;
+    if (had_cache) { remove_cache(device); }
+    device_async_resource_ref const upstream = get_per_device_resource_ref(device);
+    segment_         = new segment_adaptor{upstream, device, options};  // lives for the process
+    segment_wraps_   = upstream;
+    segment_options_ = options;
+    set_per_device_resource_ref(device, device_async_resource_ref{*segment_});
+    if (had_cache) { install_cache(device, cache_options); }
+    installed_ = get_per_device_resource_ref(device);
+  }
+
+  /** @brief Takes the segment cache out (its idle segments go back); the thread cache stays. */
+  void remove_segment_cache(int device)
+  {
+    if (segment_ == nullptr) { return; }
+    bool const had_cache                     = cache_in_place(device);
+    thread_cache_options const cache_options = cache_options_;
+    if (had_cache) { remove_cache(device); }
+    if (get_per_device_resource_ref(device) == device_async_resource_ref{*segment_}) {
+      set_per_device_resource_ref(device, *segment_wraps_);
+    }
+    (void)segment_->trim();
+    segment_ = nullptr;  // kept alive (refs may remain, and its live blocks go back through it)
+    segment_wraps_.reset();
+    if (had_cache) { install_cache(device, cache_options); }
+    installed_ = get_per_device_resource_ref(device);
+  }
+
+  [[nodiscard]] segment_adaptor* segment_cache() const noexcept { return segment_; }
 
   void install_cache(int device, thread_cache_options const& options)
   {
@@ -182,6 +237,9 @@ class device_slot {
   cache_adaptor* cache_{};
   std::optional<device_async_resource_ref> cache_wraps_;
   thread_cache_options cache_options_{};
+  segment_adaptor* segment_{};
+  std::optional<device_async_resource_ref> segment_wraps_;
+  segment_cache_options segment_options_{};
 };
 
 }  // namespace rmm_next::plugin

@@ -6,7 +6,7 @@
 
 MODE: native (PyTorch's caching allocator), async (run with
 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync), rmm (rmm_next.torch.use()), rmm_cache (use()
-with rmm-next's thread cache), mem_pool (PyTorch's caching allocator over rmm-next: the model, the
+with rmm-next's thread cache), rmm_segments (use() with rmm-next's segment cache), mem_pool (PyTorch's caching allocator over rmm-next: the model, the
 optimizer and the loop inside torch.cuda.use_mem_pool(rmm_next.torch.mem_pool())). Prints losses,
 steps per second and, through rmm-next, its statistics.
 """
@@ -28,10 +28,10 @@ mode = sys.argv[1]
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 300
 warmup = min(30, steps // 5)
 
-if mode in ("rmm", "rmm_cache"):
+if mode in ("rmm", "rmm_cache", "rmm_segments"):
     import rmm_next
 
-    rmm_next.torch.use(thread_cache=mode == "rmm_cache")
+    rmm_next.torch.use(thread_cache=mode == "rmm_cache", segment_cache=mode == "rmm_segments")
 
 routed = contextlib.ExitStack()
 if mode == "mem_pool":
@@ -101,4 +101,11 @@ if mode.startswith("rmm") or mode == "mem_pool":
     result["statistics"] = stats
     # What the device holds beyond rmm-next's pool: the context and libraries only.
     result["device_used_beyond_pool_gib"] = (total - free - stats["pool_reserved_bytes"]) / GiB
+if mode == "rmm_segments":
+    result["segment_cache"] = rmm_next.segment_cache_statistics(0)
+    del model, optimizer, x, target, loss, losses
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # the segment cache's idle segments go back
+    result["segment_cache_after_empty_cache"] = rmm_next.segment_cache_statistics(0)
+    result["pool_used_after_empty_cache"] = rmm_next.pool_attributes(0)["used_mem_current"]
 emit(result)
