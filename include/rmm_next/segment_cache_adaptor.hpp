@@ -553,8 +553,9 @@ class segment_cache_state {
         continue;
       }
       // Its uses are done (the graph ran past them): no lane need wait, so no fence is owed.
+      cache_segment& segment = *b.segment;  // `b` may be merged into a neighbour, and gone
       put_free(b, *l);
-      if (b.segment->live == 0) { becomes_idle(*b.segment); }
+      if (segment.live == 0) { becomes_idle(segment); }
     }
     if (idle_bytes_ > options_.max_idle_bytes) {
       (void)release_idle_locked(nullptr, 0, options_.max_idle_bytes);
