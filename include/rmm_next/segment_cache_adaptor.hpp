@@ -24,6 +24,7 @@
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -133,7 +134,7 @@ class segment_cache_state {
         it      = free.erase(it);  // nothing proves its last use done: it stays out for good
         b->free = false;
         hold(*b->segment);
-        stuck_bytes_ += b->size;
+        lost_bytes_ += b->size;
         continue;
       }
       ++hits_;
@@ -205,7 +206,7 @@ class segment_cache_state {
         // No fence could be made: the free is held until the stream's work so far is done.
         if (!synchronize_stream(stream)) {
           forget_live(b);
-          stuck_bytes_ += b.size;
+          lost_bytes_ += b.size;
           return;
         }
       }
@@ -213,14 +214,14 @@ class segment_cache_state {
     forget_live(b);
     cache_lane* l = lane_of(s.lane);
     if (l == nullptr) {  // out of host memory for a lane: the block stays out
-      stuck_bytes_ += b.size;
+      lost_bytes_ += b.size;
       return;
     }
     if (wait) {
       try {
         b.waits.push_back(std::move(wait));
       } catch (...) {
-        stuck_bytes_ += b.size;
+        lost_bytes_ += b.size;
         return;
       }
     }
@@ -294,7 +295,7 @@ class segment_cache_state {
     }
     return {hits_,
             misses_,
-            bypasses_,
+            bypasses_.load(std::memory_order_relaxed),
             segments_.size(),
             segment_bytes_,
             live_bytes_,
@@ -302,10 +303,11 @@ class segment_cache_state {
             released_segments_,
             unproven,
             graph_pending_bytes_,
-            stuck_bytes_};
+            lost_bytes_};
   }
 
-  void count_bypass() noexcept { ++bypasses_; }
+  /** @brief Counted without the lock: a bypass is the captured streams' hot path. */
+  void count_bypass() noexcept { bypasses_.fetch_add(1, std::memory_order_relaxed); }
 
   std::mutex mutex;
 
@@ -401,7 +403,7 @@ class segment_cache_state {
       free.insert(at);
     } catch (...) {  // out of host memory: the block stays out of every list, and held
       at->free = false;
-      stuck_bytes_ += at->size;
+      lost_bytes_ += at->size;
       return;
     }
     --at->segment->live;
@@ -537,7 +539,7 @@ class segment_cache_state {
     for (std::uintptr_t const address : graph_frees_->take_unrun()) {
       if (auto const it = in_graphs_.find(address); it != in_graphs_.end()) {
         graph_pending_bytes_ -= it->second->size;
-        stuck_bytes_ += it->second->size;
+        lost_bytes_ += it->second->size;
         in_graphs_.erase(it);
       }
     }
@@ -549,7 +551,7 @@ class segment_cache_state {
       graph_pending_bytes_ -= b.size;
       cache_lane* l = lane_of(b.segment->lane);
       if (l == nullptr) {
-        stuck_bytes_ += b.size;
+        lost_bytes_ += b.size;
         continue;
       }
       // Its uses are done (the graph ran past them): no lane need wait, so no fence is owed.
@@ -573,9 +575,9 @@ class segment_cache_state {
   std::list<cache_segment*> idle_;
   std::shared_ptr<graph_frees> graph_frees_;
   std::unordered_map<std::uintptr_t, cache_block*> in_graphs_;
-  std::uint64_t hits_{}, misses_{}, bypasses_{}, released_segments_{};
-  std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, stuck_bytes_{},
-    graph_pending_bytes_{};
+  std::uint64_t hits_{}, misses_{}, released_segments_{};
+  std::atomic<std::uint64_t> bypasses_{0};
+  std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, lost_bytes_{}, graph_pending_bytes_{};
 };
 
 }  // namespace detail
@@ -704,12 +706,14 @@ class segment_cache_adaptor
       // Eager after all (the capture ended meanwhile), or the driver could not say: as captured.
       if (!capture.capturing()) { capture.status = detail::capture_status::unknown; }
     }
+    // The lane is asked before the lock (a driver call), and only of an eager stream.
+    std::uint64_t const lane     = capture.capturing() ? 0 : detail::stream_lane(handle);
     detail::graph_free* in_graph = nullptr;
     {
       std::lock_guard const lock{st.mutex};
       detail::cache_block* const b = st.live_block(ptr);
       if (b != nullptr && !capture.capturing()) {
-        st.free_eager(*b, handle, detail::stream_lane(handle));
+        st.free_eager(*b, handle, lane);
         return;
       }
       if (b != nullptr) {
@@ -780,10 +784,7 @@ class segment_cache_adaptor
  private:
   void* bypass(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
   {
-    {
-      std::lock_guard const lock{state_->mutex};
-      state_->count_bypass();
-    }
+    state_->count_bypass();
     return detail::stream_allocate(state_->upstream(), stream, bytes, alignment);
   }
 

@@ -51,7 +51,6 @@ inline constexpr std::size_t large_split_remainder = small_request_limit;
 /** @brief An event that orders a block's reuse after a free on another lane; destroyed last. */
 struct cross_lane_fence {
   CUevent event{};
-  cross_lane_fence() = default;
   explicit cross_lane_fence(CUevent e) noexcept : event{e} {}
   cross_lane_fence(cross_lane_fence const&)            = delete;
   cross_lane_fence& operator=(cross_lane_fence const&) = delete;
@@ -109,16 +108,8 @@ struct cache_lane {
   cache_lane()                             = default;
   cache_lane(cache_lane const&)            = delete;
   cache_lane& operator=(cache_lane const&) = delete;
-  cache_lane(cache_lane&& o) noexcept
-    : small_free{std::move(o.small_free)},
-      large_free{std::move(o.large_free)},
-      fence{std::exchange(o.fence, nullptr)},
-      frees{o.frees},
-      fenced{o.fenced},
-      since_fence{o.since_fence}
-  {
-  }
-  cache_lane& operator=(cache_lane&&) = delete;
+  cache_lane(cache_lane&&)                 = delete;  // built in place in the lane map
+  cache_lane& operator=(cache_lane&&)      = delete;
   ~cache_lane() { destroy_fence_event(fence); }
 
   [[nodiscard]] std::set<cache_block*, by_size>& free_of(bool small) noexcept
