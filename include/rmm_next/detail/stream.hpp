@@ -14,7 +14,10 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <vector>
 
 /**
  * @file
@@ -76,14 +79,34 @@ namespace detail {
 /**
  * @brief What orders work queued on eager `stream` from the calling thread: equal lanes are one
  * stream, whose later events cover its earlier ones. The stream's unique id for a stream the
- * program made. `cudaStreamPerThread` and 0 name a different stream on each thread and in each
- * context (0 does in programs built with per-thread default streams): their lane is the thread's,
- * renumbered whenever the thread's current context has changed since its last call (a context it
- * returns to gets a new number, which only adds waits), and the handle. 0 when the driver cannot
- * tell.
+ * program made and for the legacy default stream (`cudaStreamLegacy`, and 0 in programs built
+ * without per-thread default streams): one stream per context, shared by every thread of the
+ * process, so a block freed on it by one thread (PyTorch's autograd thread) is reused by another
+ * without a fence. Its id is asked once per thread and context (`cuStreamGetId` on the legacy
+ * stream), and asked again when the thread's current context changes. `cudaStreamPerThread` (and
+ * 0 with per-thread default streams) names a different stream on each thread and in each context:
+ * its lane is the thread's, renumbered whenever the thread's current context has changed since its
+ * last call (a context it returns to gets a new number, which only adds waits). 0 when the driver
+ * cannot tell.
  */
 inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
 {
+#if !defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+  constexpr bool zero_is_legacy = true;
+#else
+  constexpr bool zero_is_legacy = false;
+#endif
+  if (stream == cudaStreamLegacy || (zero_is_legacy && stream == cudaStream_t{})) {
+    // A context destroyed and another made at its address keeps the old id for this thread: the
+    // old context's work is done, so that only ever adds a wait on another thread's lane.
+    thread_local CUcontext context{};
+    thread_local std::uint64_t id{0};
+    if (CUcontext const now = current_context_or_null(); id == 0 || now != context) {
+      context = now;
+      id      = stream_id(cudaStreamLegacy);
+    }
+    return id;
+  }
   if (stream == cudaStreamPerThread || stream == cudaStream_t{}) {
     static std::atomic<std::uint64_t> next{0};
     thread_local CUcontext context{};
@@ -92,7 +115,7 @@ inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
       context = now;
       serial  = ++next;
     }
-    return (std::uint64_t{1} << 63) | (serial << 1) | (stream == cudaStream_t{} ? 1 : 0);
+    return (std::uint64_t{1} << 63) | (serial << 1);
   }
   return stream_id(stream);
 }
@@ -262,6 +285,62 @@ inline void destroy_fence_event(CUevent event) noexcept
 }
 
 /**
+ * @brief Spare fence events of one context, handed out again instead of made anew: making and
+ * destroying an event cost the driver more than recording one. An event goes back (`give`) only
+ * once nothing will wait on it again; recording it again then moves it to its new point.
+ * Thread-safe; keeps at most `max_spare` events and destroys the rest.
+ */
+class fence_event_pool {
+ public:
+  static constexpr std::size_t max_spare = 256;
+
+  fence_event_pool()                                   = default;
+  fence_event_pool(fence_event_pool const&)            = delete;
+  fence_event_pool& operator=(fence_event_pool const&) = delete;
+  ~fence_event_pool()
+  {
+    for (CUevent e : spare_) {
+      destroy_fence_event(e);
+    }
+  }
+
+  /** @brief A spare event, else a new one of `context` (null if the driver refused). */
+  [[nodiscard]] CUevent take(CUcontext context) noexcept
+  {
+    {
+      std::lock_guard const lock{mutex_};
+      if (!spare_.empty()) {
+        CUevent const e = spare_.back();
+        spare_.pop_back();
+        return e;
+      }
+    }
+    return make_fence_event(context);
+  }
+
+  /** @brief Takes back `event` (of the pool's context; null: nothing), which no one waits on. */
+  void give(CUevent event) noexcept
+  {
+    if (event == nullptr) { return; }
+    {
+      std::lock_guard const lock{mutex_};
+      if (spare_.size() < max_spare) {
+        try {
+          spare_.push_back(event);
+          return;
+        } catch (...) {  // out of host memory: destroyed below
+        }
+      }
+    }
+    destroy_fence_event(event);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<CUevent> spare_;
+};
+
+/**
  * @brief Records `event` on `stream` (a stream of the event's context): work that waits on the
  * event afterwards is ordered after everything queued on `stream` so far. On a stream being
  * captured the record is a node of that capture, which only streams of the same capture may wait
@@ -312,39 +391,39 @@ inline bool synchronize_stream(cudaStream_t stream) noexcept
  * stream of `primary` that nothing else waits behind) waits for it, and the returned event is
  * recorded on `relay`; the stream's own event is destroyed at once. The returned event stays
  * valid, and waiting on it stays legal, after the stream's context is destroyed.
- * @return The fence (owned by the caller, destroyed with `destroy_fence_event`), or null when the
- * driver refused a step.
+ * `into`, an event of `primary` (a spare from a `fence_event_pool`), is recorded instead of a new
+ * one; it stays the caller's when a step fails.
+ * @return The fence (owned by the caller, destroyed with `destroy_fence_event` or given back to
+ * its pool), or null when the driver refused a step.
  */
 inline CUevent record_lasting_fence(cudaStream_t stream,
                                     CUcontext primary,
-                                    cudaStream_t relay) noexcept
+                                    cudaStream_t relay,
+                                    CUevent into = nullptr) noexcept
 {
   CUcontext const context = ordering_context(stream);
+  CUevent const lasting   = into != nullptr ? into : make_fence_event(primary);
+  bool recorded           = false;
   if (context == nullptr || context == primary) {
-    CUevent const event = make_fence_event(primary);
     context_scope const scope{primary};
-    if (scope.ok() && record_fence(event, stream)) { return event; }
-    destroy_fence_event(event);
-    return nullptr;
-  }
-  CUevent const local = make_fence_event(context);
-  bool recorded       = false;
-  {
-    context_scope const scope{context};
-    recorded = scope.ok() && record_fence(local, stream);
-  }
-  CUevent lasting = nullptr;
-  if (recorded && relay != nullptr) {
-    lasting = make_fence_event(primary);
-    context_scope const scope{primary};
-    if (!scope.ok() || !wait_for_fence(reinterpret_cast<CUstream>(relay), local) ||
-        !record_fence(lasting, relay)) {
-      destroy_fence_event(lasting);
-      lasting = nullptr;
+    recorded = scope.ok() && record_fence(lasting, stream);
+  } else {
+    CUevent const local = make_fence_event(context);
+    bool local_recorded = false;
+    {
+      context_scope const scope{context};
+      local_recorded = scope.ok() && record_fence(local, stream);
     }
+    if (local_recorded && relay != nullptr && lasting != nullptr) {
+      context_scope const scope{primary};
+      recorded = scope.ok() && wait_for_fence(reinterpret_cast<CUstream>(relay), local) &&
+                 record_fence(lasting, relay);
+    }
+    destroy_fence_event(local);
   }
-  destroy_fence_event(local);
-  return lasting;
+  if (recorded) { return lasting; }
+  if (into == nullptr) { destroy_fence_event(lasting); }
+  return nullptr;
 }
 
 /**
