@@ -111,6 +111,11 @@ class segment_cache_state {
         }
       }
       lanes_.clear();
+      while (spare_blocks_ != nullptr) {
+        cache_block* const next = spare_blocks_->next;
+        delete spare_blocks_;
+        spare_blocks_ = next;
+      }
     }
     if (unloading || relay_ == nullptr) { return; }
     if (auto const destroy = driver().stream_destroy; destroy != nullptr) { (void)destroy(relay_); }
@@ -128,8 +133,8 @@ class segment_cache_state {
     auto found = lanes_.find(lane);
     if (found == lanes_.end()) { return nullptr; }
     auto& free = found->second.free_of(sizes.small);
-    for (auto it = free.lower_bound(probe(sizes.block)); it != free.end();) {
-      cache_block* const b = *it;
+    for (auto it = free.lower_bound(free_entry{sizes.block, 0, nullptr}); it != free.end();) {
+      cache_block* const b = it->block;
       if (!order_after_waits(stream, *b, found->second)) {
         it      = free.erase(it);  // nothing proves its last use done: it stays out for good
         b->free = false;
@@ -167,7 +172,7 @@ class segment_cache_state {
     live_.reserve(live_.size() + 1);
     auto const placed = segments_.emplace(s->address, std::move(segment));
     try {
-      free.insert(b);
+      list_free(free, *b);
     } catch (...) {
       segments_.erase(placed.first);
       throw;
@@ -179,7 +184,7 @@ class segment_cache_state {
       ++misses_;
       return ptr;
     } catch (...) {  // hand_out changes nothing when it throws
-      free.erase(b);
+      unlist_free(free, *b);
       segments_.erase(s->address);
       throw;
     }
@@ -312,15 +317,6 @@ class segment_cache_state {
   std::mutex mutex;
 
  private:
-  /** @brief A key for `lower_bound`: the first free block of at least `bytes`. */
-  [[nodiscard]] static cache_block* probe(std::size_t bytes) noexcept
-  {
-    thread_local cache_block key;
-    key.size    = bytes;
-    key.address = 0;
-    return &key;
-  }
-
   /** @brief Waits (on eager `stream`, of `l`) for the frees on other lanes `b` carries. */
   bool order_after_waits(cudaStream_t stream, cache_block& b, cache_lane& l) noexcept
   {
@@ -338,28 +334,34 @@ class segment_cache_state {
   }
 
   /** @brief Splits what `b` (free, in `free`) does not need off, and hands `b` out. */
-  void* hand_out(cache_block& b, segment_cache_sizes sizes, std::set<cache_block*, by_size>& free)
+  void* hand_out(cache_block& b, segment_cache_sizes sizes, free_set& free)
   {
     std::size_t const rest = b.size - sizes.block;
-    bool const split = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
-    std::unique_ptr<cache_block> tail;
-    if (split) {
-      tail          = std::make_unique<cache_block>();
-      tail->address = b.address + sizes.block;
-      tail->size    = rest;
-      tail->segment = b.segment;
-      tail->free    = true;
-      tail->waits   = b.waits;
+    bool const split  = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
+    cache_block* tail = nullptr;
+    // What may throw (host memory) comes first: on a throw nothing has changed.
+    try {
+      if (split) {
+        tail          = take_block();
+        tail->address = b.address + sizes.block;
+        tail->size    = rest;
+        tail->segment = b.segment;
+        tail->free    = true;
+        tail->waits   = b.waits;
+      }
+      remember_live(b);
+    } catch (...) {
+      if (tail != nullptr) { recycle_block(tail); }
+      throw;
     }
-    live_.emplace(b.address, &b);  // may throw: nothing has changed yet
-    free.erase(&b);
-    if (tail) {
+    unlist_free(free, b);  // leaves a spare node, so that listing the tail cannot throw
+    if (tail != nullptr) {
       b.size     = sizes.block;
       tail->prev = &b;
       tail->next = b.next;
-      if (b.next != nullptr) { b.next->prev = tail.get(); }
-      b.next = tail.get();
-      free.insert(tail.release());
+      if (b.next != nullptr) { b.next->prev = tail; }
+      b.next = tail;
+      list_free(free, *tail);
     }
     b.free = false;
     hold(*b.segment);
@@ -380,8 +382,74 @@ class segment_cache_state {
   /** @brief `b` leaves the live set; its segment still counts it until it is free again. */
   void forget_live(cache_block& b) noexcept
   {
-    live_.erase(b.address);
+    auto node = live_.extract(b.address);
+    if (spare_live_.empty()) { spare_live_ = std::move(node); }  // the next hand_out's entry
     live_bytes_ -= b.size;
+  }
+
+  /** @brief `b` joins the live set (a spare entry when there is one: no host allocation). */
+  void remember_live(cache_block& b)
+  {
+    if (spare_live_.empty()) {
+      live_.emplace(b.address, &b);
+      return;
+    }
+    spare_live_.key()    = b.address;
+    spare_live_.mapped() = &b;
+    live_.insert(std::move(spare_live_));
+  }
+
+  /**
+   * @brief Lists free `b` in `free`, in the node a removal left when there is one (then nothing
+   * can throw). @throws std::bad_alloc when no node is spare and none can be made.
+   */
+  void list_free(free_set& free, cache_block& b)
+  {
+    if (spare_node_.empty()) {
+      b.where = free.insert(free_entry{b.size, b.address, &b}).first;
+      return;
+    }
+    spare_node_.value() = free_entry{b.size, b.address, &b};
+    b.where             = free.insert(std::move(spare_node_)).position;
+  }
+
+  /** @brief Takes `b` out of `free` (where it is listed), keeping its node for the next listing. */
+  void unlist_free(free_set& free, cache_block& b) noexcept
+  {
+    if (spare_node_.empty()) {
+      spare_node_ = free.extract(b.where);
+    } else {
+      free.erase(b.where);
+    }
+  }
+
+  /** @brief A block object, recycled when one is spare. @throws std::bad_alloc */
+  cache_block* take_block()
+  {
+    if (spare_blocks_ == nullptr) { return new cache_block{}; }
+    cache_block* const b = spare_blocks_;
+    spare_blocks_        = b->next;
+    --spare_block_count_;
+    b->next = nullptr;
+    return b;
+  }
+
+  /** @brief Gives `b` (unlinked, listed nowhere) back for reuse, or deletes it past a bound. */
+  void recycle_block(cache_block* b) noexcept
+  {
+    if (spare_block_count_ >= max_spare_blocks) {
+      delete b;
+      return;
+    }
+    b->waits.clear();
+    b->address    = 0;
+    b->size       = 0;
+    b->segment    = nullptr;
+    b->prev       = nullptr;
+    b->free       = false;
+    b->next       = spare_blocks_;
+    spare_blocks_ = b;
+    ++spare_block_count_;
   }
 
   /** @brief `b` joins `l`'s free blocks, merged with free neighbours. */
@@ -391,16 +459,16 @@ class segment_cache_state {
     cache_block* at = &b;
     at->free        = true;
     if (cache_block* p = at->prev; p != nullptr && p->free) {
-      free.erase(p);
+      unlist_free(free, *p);
       merge_into(*p, *at);
       at = p;
     }
     if (cache_block* n = at->next; n != nullptr && n->free) {
-      free.erase(n);
+      unlist_free(free, *n);
       merge_into(*at, *n);
     }
     try {
-      free.insert(at);
+      list_free(free, *at);
     } catch (...) {  // out of host memory: the block stays out of every list, and held
       at->free = false;
       lost_bytes_ += at->size;
@@ -410,7 +478,7 @@ class segment_cache_state {
   }
 
   /** @brief Merges `right` (free, just after `left`) into `left`, and deletes it. */
-  static void merge_into(cache_block& left, cache_block& right) noexcept
+  void merge_into(cache_block& left, cache_block& right) noexcept
   {
     left.size += right.size;
     left.next = right.next;
@@ -422,7 +490,7 @@ class segment_cache_state {
         (void)wait_for_fence_on_host(w->event);
       }
     }
-    delete &right;
+    recycle_block(&right);
   }
 
   void becomes_idle(cache_segment& s) noexcept
@@ -451,14 +519,18 @@ class segment_cache_state {
   std::shared_ptr<cross_lane_fence> fence_elsewhere(cudaStream_t stream) noexcept
   {
     if (!fences_available()) { return nullptr; }
+    CUevent const spare = events_.take(primary_);
     CUevent const e =
-      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_));
-    if (e == nullptr) { return nullptr; }
+      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_), spare);
+    if (e == nullptr) {
+      events_.give(spare);
+      return nullptr;
+    }
     try {
-      return std::make_shared<cross_lane_fence>(e);
+      return std::make_shared<cross_lane_fence>(e, &events_);
     } catch (...) {
       (void)wait_for_fence_on_host(e);
-      destroy_fence_event(e);
+      events_.give(e);
       return nullptr;
     }
   }
@@ -468,10 +540,14 @@ class segment_cache_state {
   {
     if (++l.since_fence < lane_fence_interval(l.frees, options_.fence_interval)) { return; }
     if (!fences_available()) { return; }
+    CUevent const spare = events_.take(primary_);
     CUevent const e =
-      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_));
-    if (e == nullptr) { return; }
-    destroy_fence_event(l.fence);
+      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_), spare);
+    if (e == nullptr) {
+      events_.give(spare);
+      return;
+    }
+    events_.give(l.fence);  // nothing waits on the lane's older fence again
     l.fence       = e;
     l.fenced      = l.frees;
     l.since_fence = 0;
@@ -511,7 +587,7 @@ class segment_cache_state {
       }
     }
     auto const lane = lanes_.find(s.lane);
-    if (lane != lanes_.end()) { lane->second.free_of(s.small).erase(b); }
+    if (lane != lanes_.end()) { unlist_free(lane->second.free_of(s.small), *b); }
     idle_.erase(s.idle_position);
     s.idle = false;
     idle_bytes_ -= s.size;
@@ -569,8 +645,14 @@ class segment_cache_state {
   int const device_;
   CUcontext primary_{};
   CUstream relay_{};
+  fence_event_pool events_;  ///< spare events of `primary_`; outlives the fences that use it
   std::unordered_map<std::uint64_t, cache_lane> lanes_;
   std::unordered_map<std::uintptr_t, cache_block*> live_;
+  std::unordered_map<std::uintptr_t, cache_block*>::node_type spare_live_;  ///< see forget_live
+  free_set::node_type spare_node_;  ///< a free-set node kept for the next listing
+  static constexpr std::size_t max_spare_blocks = 4096;
+  cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
+  std::size_t spare_block_count_{};
   std::unordered_map<std::uintptr_t, std::unique_ptr<cache_segment>> segments_;
   std::list<cache_segment*> idle_;
   std::shared_ptr<graph_frees> graph_frees_;

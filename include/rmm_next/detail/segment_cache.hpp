@@ -51,13 +51,40 @@ inline constexpr std::size_t large_split_remainder = small_request_limit;
 /** @brief An event that orders a block's reuse after a free on another lane; destroyed last. */
 struct cross_lane_fence {
   CUevent event{};
-  explicit cross_lane_fence(CUevent e) noexcept : event{e} {}
+  fence_event_pool* pool{};  ///< where the event goes back (null: destroyed)
+  cross_lane_fence(CUevent e, fence_event_pool* p) noexcept : event{e}, pool{p} {}
   cross_lane_fence(cross_lane_fence const&)            = delete;
   cross_lane_fence& operator=(cross_lane_fence const&) = delete;
-  ~cross_lane_fence() { destroy_fence_event(event); }
+  ~cross_lane_fence()
+  {
+    if (pool != nullptr) {
+      pool->give(event);
+    } else {
+      destroy_fence_event(event);
+    }
+  }
 };
 
 struct cache_segment;
+struct cache_block;
+
+/** @brief A free block's entry in its lane's free set: the key sits in the node itself. */
+struct free_entry {
+  std::size_t size{};
+  std::uintptr_t address{};
+  cache_block* block{};
+};
+
+/** @brief Best fit first: the smallest block, then the lowest address. */
+struct by_size {
+  bool operator()(free_entry const& a, free_entry const& b) const noexcept
+  {
+    return a.size != b.size ? a.size < b.size : a.address < b.address;
+  }
+};
+
+/** @brief A lane's free blocks of one kind (small or large), best fit first. */
+using free_set = std::set<free_entry, by_size>;
 
 /** @brief A piece of a segment, live or free; neighbours in address order. */
 struct cache_block {
@@ -67,16 +94,9 @@ struct cache_block {
   cache_block* prev{};
   cache_block* next{};
   bool free{false};
+  free_set::iterator where{};  ///< its place in its lane's free set, while it is listed there
   /** @brief Frees on other lanes this free block's reuse must wait for. */
   std::vector<std::shared_ptr<cross_lane_fence>> waits;
-};
-
-/** @brief Best fit first: the smallest block, then the lowest address. */
-struct by_size {
-  bool operator()(cache_block const* a, cache_block const* b) const noexcept
-  {
-    return a->size != b->size ? a->size < b->size : a->address < b->address;
-  }
 };
 
 /** @brief One allocation from the upstream, split into blocks. */
@@ -98,8 +118,8 @@ struct cache_segment {
  * the lane may be reused on it at once (stream order); they leave it only behind its fence.
  */
 struct cache_lane {
-  std::set<cache_block*, by_size> small_free;
-  std::set<cache_block*, by_size> large_free;
+  free_set small_free;
+  free_set large_free;
   CUevent fence{};
   std::uint64_t frees{};   ///< frees on the lane so far (its free serial)
   std::uint64_t fenced{};  ///< the frees `fence` comes after
@@ -112,10 +132,7 @@ struct cache_lane {
   cache_lane& operator=(cache_lane&&)      = delete;
   ~cache_lane() { destroy_fence_event(fence); }
 
-  [[nodiscard]] std::set<cache_block*, by_size>& free_of(bool small) noexcept
-  {
-    return small ? small_free : large_free;
-  }
+  [[nodiscard]] free_set& free_of(bool small) noexcept { return small ? small_free : large_free; }
 };
 
 /** @brief How many bytes a request of `bytes` takes (0: none fits), and its segment's size. */
