@@ -9,6 +9,7 @@
 // threads with 2 to 4 streams each. RMM_NEXT_STRESS_ITERATIONS sets the stress test's length
 // (iterations per thread, default 3000; fewer under compute-sanitizer).
 
+#include "support/device_fill_check.cuh"
 #include "support/kernels.cuh"
 #include "support/second_context.hpp"
 #include "support/stream_guard.hpp"
@@ -45,55 +46,15 @@ namespace {
 using rmm_next::async_device_resource;
 using rmm_next::thread_cache_adaptor;
 using rmm_next::thread_cache_options;
-using rmm_next::test::block_size;
-using rmm_next::test::count_mismatches_kernel;
-using rmm_next::test::fill_kernel;
-using rmm_next::test::grid_for;
+using rmm_next::test::check;
+using rmm_next::test::fill;
 using rmm_next::test::keep_writing_kernel;
+using rmm_next::test::mismatch_counter;
 using rmm_next::test::second_context;
 using rmm_next::test::stream_guard;
 using word = std::uint32_t;
 
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
-
-/** A device counter of mismatched words, read back at the end. */
-class mismatch_counter {
- public:
-  mismatch_counter()
-  {
-    EXPECT_EQ(cudaMalloc(&count_, sizeof(*count_)), cudaSuccess);
-    EXPECT_EQ(cudaMemset(count_, 0, sizeof(*count_)), cudaSuccess);
-  }
-  mismatch_counter(mismatch_counter const&)            = delete;
-  mismatch_counter& operator=(mismatch_counter const&) = delete;
-  ~mismatch_counter() { (void)cudaFree(count_); }
-
-  [[nodiscard]] unsigned long long* get() const noexcept { return count_; }
-  [[nodiscard]] unsigned long long read() const
-  {
-    unsigned long long host{};
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(&host, count_, sizeof(host), cudaMemcpyDeviceToHost), cudaSuccess);
-    return host;
-  }
-
- private:
-  unsigned long long* count_{};
-};
-
-void fill(void* ptr, std::size_t bytes, word seed, cudaStream_t stream)
-{
-  std::size_t const n = bytes / sizeof(word);
-  fill_kernel<<<grid_for(n), block_size, 0, stream>>>(static_cast<word*>(ptr), n, seed);
-}
-
-void check(
-  void const* ptr, std::size_t bytes, word seed, cudaStream_t stream, unsigned long long* out)
-{
-  std::size_t const n = bytes / sizeof(word);
-  count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
-    static_cast<word const*>(ptr), n, seed, out);
-}
 
 async_device_resource owned_pool(std::size_t maximum = 0)
 {

@@ -61,10 +61,13 @@ def test_the_segment_cache_serves_training_and_gives_idle_segments_back(ways, re
     record("torch.ways.use_segments.segment_cache", during)
     record("torch.ways.use_segments.segment_cache_after_empty_cache", after)
     assert during["enabled"] and during["hits"] > during["misses"] > 0
-    assert after["live_bytes"] == 0
-    # Every idle segment a fence proves free went back; only unproven ones may stay.
-    assert after["idle_bytes"] == after["unproven_bytes"] == after["segment_bytes"]
-    assert w["pool_used_after_empty_cache"] >= after["segment_bytes"]
+    # What PyTorch still holds (its cuBLAS workspaces) is the cache's live bytes, and nothing idle
+    # stays: every free was on the legacy default stream, whose lane empty_cache() names, so
+    # stream order proves them all, the autograd thread's included.
+    assert after["live_bytes"] == w["allocated_after_empty_cache"]
+    assert after["idle_bytes"] == after["unproven_bytes"] == 0
+    # The pool hands out only the segments that hold those live blocks.
+    assert w["pool_used_after_empty_cache"] == after["segment_bytes"] >= after["live_bytes"]
 
 
 def test_mem_pool_training_takes_its_segments_from_rmm_next(ways, record):

@@ -108,4 +108,6 @@ if mode == "rmm_segments":
     torch.cuda.empty_cache()  # the segment cache's idle segments go back
     result["segment_cache_after_empty_cache"] = rmm_next.segment_cache_statistics(0)
     result["pool_used_after_empty_cache"] = rmm_next.pool_attributes(0)["used_mem_current"]
+    # What PyTorch still holds after the model is gone (its cuBLAS workspaces, for one).
+    result["allocated_after_empty_cache"] = rmm_next.statistics(0)["allocated_bytes"]
 emit(result)

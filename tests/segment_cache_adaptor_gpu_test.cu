@@ -1,0 +1,333 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// segment_cache_adaptor on a GPU: kernels prove that reused blocks keep stream order (on one
+// stream from two threads, and across streams through fences), that the legacy default stream is
+// one lane for every thread of a context, that frees on a capturing stream leave the capture
+// intact in every mode, that a destroyed second context poisons nothing, that trim() leaves the
+// pool's used bytes at the segments of live blocks, and the typed errors near SIZE_MAX.
+
+#include "support/device_fill_check.cuh"
+#include "support/kernels.cuh"
+#include "support/second_context.hpp"
+#include "support/stream_guard.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/stream.hpp>
+#include <rmm_next/error.hpp>
+#include <rmm_next/pool_options.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cache = rmm_next::segment_cache_adaptor<rmm_next::async_device_resource>;
+using rmm_next::async_device_resource;
+using rmm_next::test::check;
+using rmm_next::test::fill;
+using rmm_next::test::mismatch_counter;
+using word = std::uint32_t;
+using rmm_next::test::second_context;
+using rmm_next::test::stream_guard;
+
+#define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
+
+constexpr std::size_t MiB        = std::size_t{1} << 20;
+constexpr std::size_t busy_bytes = 3 * MiB;  // a medium block: a 20 MiB segment
+
+/** Keeps writing `value` into the block on `stream` for `ns` nanoseconds after its free there. */
+void keep_writing(void* p,
+                  std::size_t bytes,
+                  word value,
+                  cudaStream_t stream,
+                  unsigned long long ns = 300'000'000ULL)
+{
+  rmm_next::test::keep_writing_kernel<<<1, 256, 0, stream>>>(
+    static_cast<word*>(p), bytes / sizeof(word), value, ns);
+}
+
+async_device_resource owned_pool()
+{
+  rmm_next::pool_options options;
+  return async_device_resource{options};
+}
+
+std::uint64_t lane_on_new_thread(cudaStream_t stream)
+{
+  std::uint64_t lane = 0;
+  std::thread{[&] { lane = rmm_next::detail::stream_lane(stream); }}.join();
+  return lane;
+}
+
+TEST(SegmentCacheAdaptorGpu, TheLegacyStreamIsOneLaneForEveryThreadOfAContext)
+{
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);  // the primary context, current on this thread
+  std::uint64_t const zero = rmm_next::detail::stream_lane(cudaStream_t{});
+  EXPECT_NE(zero, 0u);
+  EXPECT_EQ(rmm_next::detail::stream_lane(cudaStreamLegacy), zero);
+  // Another thread: the runtime makes the primary context current there on its first call.
+  std::uint64_t other = 0;
+  std::thread{[&] {
+    (void)cudaFree(nullptr);
+    other = rmm_next::detail::stream_lane(cudaStream_t{});
+  }}.join();
+  EXPECT_EQ(other, zero);
+  // The per-thread default stream is a stream of each thread's own.
+  std::uint64_t const mine = rmm_next::detail::stream_lane(cudaStreamPerThread);
+  EXPECT_NE(mine, zero);
+  EXPECT_NE(lane_on_new_thread(cudaStreamPerThread), mine);
+  // A second context has a legacy stream of its own.
+  second_context ctx2;
+  CUcontext const primary = rmm_next::detail::current_context_or_null();
+  ctx2.make_current();
+  std::uint64_t const second = rmm_next::detail::stream_lane(cudaStream_t{});
+  ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+  EXPECT_NE(second, 0u);
+  EXPECT_NE(second, zero);
+  EXPECT_EQ(rmm_next::detail::stream_lane(cudaStream_t{}), zero);  // back in the primary context
+}
+
+TEST(SegmentCacheAdaptorGpu, ABlockAnotherThreadFreedOnStreamZeroIsReusedInStreamOrder)
+{
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  cache segments{owned_pool()};
+  void* p = nullptr;
+  std::thread{[&] {
+    // The runtime makes the primary context current on a thread's first call; until then the
+    // legacy stream has no lane, and a default-stream allocation goes to the upstream.
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+    p = segments.allocate(cudaStream_t{}, busy_bytes);
+    keep_writing(p, busy_bytes, 0xdead, cudaStream_t{});
+    segments.deallocate(cudaStream_t{}, p, busy_bytes);  // freed while the kernel still writes
+  }}.join();
+  auto const before = segments.statistics();
+  void* q           = segments.allocate(cudaStream_t{}, busy_bytes);
+  EXPECT_EQ(q, p);  // one lane: the block is a hit on this thread, with no fence
+  EXPECT_EQ(segments.statistics().hits, before.hits + 1);
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, 21, cudaStream_t{});  // ordered after the kernel by stream 0 itself
+  check(q, busy_bytes, 21, cudaStream_t{}, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  segments.deallocate(cudaStream_t{}, q, busy_bytes);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(SegmentCacheAdaptorGpu, ABlockFreedOnAnotherStreamIsReusedAfterThatStreamsWork)
+{
+  stream_guard owner_guard;
+  cudaStream_t const owner = owner_guard;
+  stream_guard user_guard;
+  cudaStream_t const user = user_guard;
+  cache segments{owned_pool()};
+  void* p = segments.allocate(owner, busy_bytes);  // a segment of `owner`'s lane
+  CHECK_CUDA(cudaStreamSynchronize(owner));
+  keep_writing(p, busy_bytes, 0xdead, user);
+  segments.deallocate(user, p, busy_bytes);  // freed on `user`, with a fence
+  void* q = segments.allocate(owner, busy_bytes);
+  EXPECT_EQ(q, p);
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, 33, owner);  // `owner` waits for the fence before this kernel
+  check(q, busy_bytes, 33, owner, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  segments.deallocate(owner, q, busy_bytes);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+class CaptureMode : public ::testing::TestWithParam<cudaStreamCaptureMode> {};
+
+TEST_P(CaptureMode, AFreeOnTheCapturingStreamLeavesTheCaptureIntact)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  mismatch_counter mismatches;
+  cache segments{owned_pool()};
+  void* before_capture = segments.allocate(stream, busy_bytes);
+  fill(before_capture, busy_bytes, 5, stream);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+
+  cudaGraph_t graph{};
+  CHECK_CUDA(cudaStreamBeginCapture(stream, GetParam()));
+  void* in_graph = segments.allocate(stream, 4096);  // graph memory: the upstream's
+  fill(in_graph, 4096, 6, stream);
+  check(in_graph, 4096, 6, stream, mismatches.get());
+  check(before_capture, busy_bytes, 5, stream, mismatches.get());
+  segments.deallocate(stream, in_graph, 4096);
+  segments.deallocate(stream, before_capture, busy_bytes);  // a cached block, freed in the graph
+  cudaError_t const ended = cudaStreamEndCapture(stream, &graph);
+  ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
+  EXPECT_EQ(segments.statistics().graph_pending_bytes, busy_bytes);
+
+  // Another thread, on another stream, is served while the graph has not run.
+  stream_guard other_guard;
+  cudaStream_t const other = other_guard;
+  void* elsewhere          = nullptr;
+  std::thread{[&] { elsewhere = segments.allocate(other, busy_bytes); }}.join();
+  EXPECT_NE(elsewhere, before_capture);
+
+  cudaGraphExec_t exec{};
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(mismatches.read(), 0u);
+  // The graph ran past the free: the block is the cache's again, and its stream gets it.
+  void* again = segments.allocate(stream, busy_bytes);
+  EXPECT_EQ(again, before_capture);
+  EXPECT_EQ(segments.statistics().graph_pending_bytes, 0u);
+  segments.deallocate(stream, again, busy_bytes);
+  segments.deallocate(other, elsewhere, busy_bytes);
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
+{
+  stream_guard streams[2];
+  cudaStream_t const capturing = streams[0];
+  cudaStream_t const mine      = streams[1];
+  cache segments{owned_pool()};
+  cudaGraph_t graph{};
+  CHECK_CUDA(cudaStreamBeginCapture(capturing, GetParam()));
+  void* captured = segments.allocate(capturing, 8192);
+  std::thread{[&] {
+    // Relaxed: in the other modes, this thread's own calls are what the driver refuses.
+    cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&relaxed);
+    for (int i = 0; i < 32; ++i) {
+      void* p = segments.allocate(mine, (i % 4 + 1) * MiB);
+      segments.deallocate(mine, p, (i % 4 + 1) * MiB);
+    }
+    (void)segments.trim(mine);
+  }}.join();
+  segments.deallocate(capturing, captured, 8192);
+  cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
+  if (graph != nullptr) { CHECK_CUDA(cudaGraphDestroy(graph)); }
+  // 1 MiB blocks share a small segment, 2 to 4 MiB ones a medium segment: two misses.
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.misses, 2u);
+  EXPECT_EQ(st.hits, 30u);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode,
+                         CaptureMode,
+                         ::testing::Values(cudaStreamCaptureModeGlobal,
+                                           cudaStreamCaptureModeThreadLocal,
+                                           cudaStreamCaptureModeRelaxed),
+                         [](auto const& info) {
+                           switch (info.param) {
+                             case cudaStreamCaptureModeGlobal: return std::string{"global"};
+                             case cudaStreamCaptureModeThreadLocal: return std::string{"thread"};
+                             default: return std::string{"relaxed"};
+                           }
+                         });
+
+TEST(SegmentCacheAdaptorGpu, ADestroyedSecondContextPoisonsNoSegment)
+{
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  cache segments{owned_pool()};
+  void* p = segments.allocate(stream, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  {
+    second_context ctx2;
+    CUcontext const primary = rmm_next::detail::current_context_or_null();
+    ctx2.make_current();
+    cudaStream_t theirs{};
+    CHECK_CUDA(cudaStreamCreateWithFlags(&theirs, cudaStreamNonBlocking));
+    keep_writing(p, busy_bytes, 0xdead, theirs, 100'000'000ULL);
+    segments.deallocate(theirs, p, busy_bytes);  // a fence relayed to the primary context
+    CHECK_CUDA(cudaStreamSynchronize(theirs));
+    CHECK_CUDA(cudaStreamDestroy(theirs));
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+  }  // the second context is destroyed here
+  mismatch_counter mismatches;
+  void* q = segments.allocate(stream, busy_bytes);  // waits on the relayed fence: no error
+  EXPECT_EQ(q, p);
+  void* r = segments.allocate(stream, 2 * MiB);  // the same segment, another block
+  fill(q, busy_bytes, 8, stream);
+  check(q, busy_bytes, 8, stream, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  segments.deallocate(stream, q, busy_bytes);
+  segments.deallocate(stream, r, 2 * MiB);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
+TEST(SegmentCacheAdaptorGpu, TrimLeavesThePoolsUsedBytesAtTheSegmentsOfLiveBlocks)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  auto pool                 = owned_pool();
+  cache segments{pool};
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  for (std::size_t i = 0; i < 48; ++i) {
+    std::size_t const bytes = (i % 3 == 0) ? 40 * MiB : (i % 3 == 1) ? 3 * MiB : 4096 * (i + 1);
+    blocks.emplace_back(segments.allocate(stream, bytes), bytes);
+  }
+  std::size_t kept_bytes = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (i == 3) {  // one large block stays live: a segment of its own
+      kept_bytes = blocks[i].second;
+      continue;
+    }
+    segments.deallocate(stream, blocks[i].first, blocks[i].second);
+  }
+  EXPECT_GT(segments.trim(stream), 0u);
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.idle_bytes, 0u);
+  EXPECT_EQ(st.unproven_bytes, 0u);
+  EXPECT_EQ(st.segments, 1u);
+  EXPECT_EQ(st.live_bytes, kept_bytes);
+  EXPECT_EQ(st.segment_bytes, kept_bytes);  // 40 MiB: a multiple of 2 MiB
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(pool.statistics().used_bytes, kept_bytes);
+  segments.deallocate(stream, blocks[3].first, kept_bytes);
+  EXPECT_EQ(segments.trim(stream), kept_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(pool.statistics().used_bytes, 0u);
+}
+
+TEST(SegmentCacheAdaptorGpu, SizesNearSizeMaxAndBadAlignmentsGetTypedErrorsAndTheCacheGoesOn)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  cache segments{owned_pool()};
+  // `held` keeps the small segment live, so that giving idle segments back on out of memory
+  // leaves `warm`'s block in the cache.
+  void* held = segments.allocate(stream, 4096);
+  void* warm = segments.allocate(stream, 4096);
+  segments.deallocate(stream, warm, 4096);
+  for (std::size_t bytes : {std::numeric_limits<std::size_t>::max(),
+                            std::numeric_limits<std::size_t>::max() - 4095,
+                            std::size_t{1} << 62}) {
+    EXPECT_THROW((void)segments.allocate(stream, bytes), rmm_next::out_of_memory) << bytes;
+  }
+  try {
+    (void)segments.allocate(stream, 4096, 3);
+    ADD_FAILURE() << "an alignment of 3 was accepted";
+  } catch (rmm_next::bad_alloc const& e) {
+    EXPECT_NE(std::string{e.what()}.find("alignment 3 is not a power of two"), std::string::npos)
+      << e.what();
+  }
+  EXPECT_EQ(segments.allocate(stream, 4096), warm);  // the cache still works
+  segments.deallocate(stream, warm, 4096);
+  segments.deallocate(stream, held, 4096);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+}  // namespace
