@@ -17,6 +17,8 @@
 //   tracking            the live list without stack traces; tracking_stacks with them
 //   logging             a CSV line per call, to a temporary file
 //   failure_callback    a callback that is never called (no out-of-memory)
+//   segment_cache       default options: every pair after the first is a hit
+//   thread_cache        default options (blocks up to 1 MiB)
 //   prefetch            a cudaMemPrefetchAsync to the device after each allocation;
 //                       prefetch_by_hand compares it with the upstream pair plus the same
 //                       cudaMemPrefetchAsync written by hand, which is the adaptor's own cost.
@@ -28,7 +30,9 @@
 #include <rmm_next/limiting_adaptor.hpp>
 #include <rmm_next/logging_adaptor.hpp>
 #include <rmm_next/prefetch_adaptor.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
 #include <rmm_next/tracking_adaptor.hpp>
 
 #include <benchmark/benchmark.h>
@@ -112,6 +116,10 @@ void register_all()
     register_adaptor("tracking_stacks", device, &tracking_stacks);
     register_adaptor("logging", device, &logging);
     register_adaptor("failure_callback", device, &failure_callback);
+    static rmm_next::segment_cache_adaptor<async_device_resource> segment_cache{*device};
+    static rmm_next::thread_cache_adaptor<async_device_resource> thread_cache{*device};
+    register_adaptor("segment_cache", device, &segment_cache);
+    register_adaptor("thread_cache", device, &thread_cache);
   }
   auto* managed = shared_resource<async_managed_resource>();
   if (managed != nullptr) {

@@ -18,18 +18,20 @@
 //   thread_cache_no_capture  the same with detect_capture = false
 //   thread_cache_graph_live  thread_cache while one block it allocated during a stream capture
 //                            (graph memory, which it must never cache) is alive
+//   segment_cache          rmm_next::segment_cache_adaptor<async_device_resource>, default options
 // Every thread synchronizes its streams every 4096 pairs and at the end.
 //
 // Counters: peak_in_use_bytes (the bytes the threads held, summed over each thread's peak),
 // peak_reserved_bytes (the pool's ReservedMemHigh over the run: device memory it mapped),
 // peak_pool_used_bytes (the pool's UsedMemHigh: what it handed out, thread caches included);
-// thread_cache also hit_rate (hits / allocations over the run). Each run starts from a trimmed
-// pool, an empty cache and reset high-water marks (Setup, not timed).
+// thread_cache and segment_cache also hit_rate (hits / allocations over the run). Each run starts
+// from a trimmed pool, an empty cache and reset high-water marks (Setup, not timed).
 
 #include "support/bench_support.hpp"
 #include "support/mixed_pattern.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 
 #include <benchmark/benchmark.h>
@@ -84,6 +86,21 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 };
 
 /**
+ * @brief The counters of a caching peer's run: the pool's peaks, and hit_rate (hits over the
+ * allocations since `at_start`, the cache's statistics when the run began).
+ */
+template <class Cache, class Statistics>
+void report_cache_run(benchmark::State& state, Cache& cache, Statistics const& at_start)
+{
+  mixed::report_pool_peaks(state, cache.upstream_resource().pool_handle());
+  auto const now    = cache.statistics();
+  auto const hits   = static_cast<double>(now.hits - at_start.hits);
+  auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
+                      static_cast<double>(now.bypasses - at_start.bypasses);
+  state.counters["hit_rate"] = allocs > 0 ? hits / allocs : 0.0;
+}
+
+/**
  * @brief rmm_next::thread_cache_adaptor over async_device_resource: default options, or with
  * `detect_capture = false` (no capture queries).
  */
@@ -129,12 +146,36 @@ struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture
   }
   void after_run(benchmark::State& state)
   {
-    mixed::report_pool_peaks(state, cache.upstream_resource().pool_handle());
-    auto const now    = cache.statistics();
-    auto const hits   = static_cast<double>(now.hits - at_start.hits);
-    auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
-                        static_cast<double>(now.bypasses - at_start.bypasses);
-    state.counters["hit_rate"] = allocs > 0 ? hits / allocs : 0.0;
+    report_cache_run(state, cache, at_start);
+  }
+};
+
+/** @brief rmm_next::segment_cache_adaptor over async_device_resource, default options. */
+struct segment_cache_peer : mixed::resource_calls<segment_cache_peer> {
+  static constexpr char const* name = "segment_cache";
+  static constexpr bool caches      = true;
+  using adaptor = rmm_next::segment_cache_adaptor<rmm_next::async_device_resource>;
+
+  adaptor cache;
+  rmm_next::segment_cache_statistics at_start{};
+
+  static segment_cache_peer* instance()
+  {
+    return mixed::made_once<segment_cache_peer>(
+      [] { return segment_cache_peer{{}, adaptor{rmm_next::async_device_resource{}}}; });
+  }
+
+  adaptor& resource() { return cache; }
+  void before_run()
+  {
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    (void)cache.trim();  // every run starts with an empty cache
+    reset_pool(cache.upstream_resource().pool_handle());
+    at_start = cache.statistics();
+  }
+  void after_run(benchmark::State& state)
+  {
+    report_cache_run(state, cache, at_start);
   }
 };
 
@@ -145,6 +186,7 @@ void register_all()
   mixed::register_peer<thread_cache_peer<true>>();
   mixed::register_peer<thread_cache_peer<false>>();
   mixed::register_peer<thread_cache_peer<true, true>>();
+  mixed::register_peer<segment_cache_peer>();
 }
 
 register_at_start const registration{&register_all};

@@ -94,6 +94,12 @@ class cache_resource : public resource_calls<Cache> {
   {
     reset_pool(upstream.pool_handle());
   }
+  template <class Options>
+  cache_resource(rmm_next::async_device_resource upstream, Options const& options)
+    : resource_calls<Cache>{Cache{upstream, options}}
+  {
+    reset_pool(upstream.pool_handle());
+  }
   memory_peaks peaks() override
   {
     return driver_pool_peaks(this->resource().upstream_resource().pool_handle());
@@ -126,6 +132,74 @@ add_resource_kind const cache_current_pool{
 add_resource_kind const cache_owned_pool{{"thread_cache_owned",
                                           "rmm_next::thread_cache_adaptor over async_device_owned",
                                           &make_over_pool<cache_resource<thread_cache>, true>}};
+
+/**
+ * @brief The segment cache with a chosen idle bound, over the current pool. With
+ * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends "frees,idle_bytes,segment_bytes,live_bytes"
+ * to that file (statistics() takes the cache's lock: a run that samples is not a timing run).
+ */
+template <std::size_t MaxIdleMiB>
+class segment_cache_bounded : public cache_resource<segment_cache> {
+ public:
+  segment_cache_bounded()
+    : cache_resource<segment_cache>{rmm_next::async_device_resource{}, options()}
+  {
+    if (char const* path = std::getenv("RMM_NEXT_REPLAY_IDLE_CSV"); path != nullptr && *path) {
+      samples_ = std::fopen(path, "w");
+      if (samples_ != nullptr) {
+        std::fputs("frees,idle_bytes,segment_bytes,live_bytes\n", samples_);
+      }
+    }
+  }
+  segment_cache_bounded(segment_cache_bounded const&)            = delete;
+  segment_cache_bounded& operator=(segment_cache_bounded const&) = delete;
+  ~segment_cache_bounded() override
+  {
+    if (samples_ != nullptr) { std::fclose(samples_); }
+  }
+  void deallocate(cudaStream_t stream, void* ptr, std::size_t bytes) noexcept override
+  {
+    cache_resource<segment_cache>::deallocate(stream, ptr, bytes);
+    if (samples_ != nullptr && ++frees_ % 16 == 0) {
+      auto const st = resource().statistics();
+      std::fprintf(samples_,
+                   "%llu,%llu,%llu,%llu\n",
+                   static_cast<unsigned long long>(frees_),
+                   static_cast<unsigned long long>(st.idle_bytes),
+                   static_cast<unsigned long long>(st.segment_bytes),
+                   static_cast<unsigned long long>(st.live_bytes));
+    }
+  }
+
+ private:
+  static rmm_next::segment_cache_options options()
+  {
+    rmm_next::segment_cache_options o;
+    o.max_idle_bytes = MaxIdleMiB == 0 ? std::size_t{0} : MaxIdleMiB << 20;
+    return o;
+  }
+  std::FILE* samples_{};
+  unsigned long long frees_{};
+};
+
+template <class Measured>
+std::unique_ptr<replay_resource> make_measured()
+{
+  return std::make_unique<Measured>();
+}
+
+add_resource_kind const segment_idle_64{
+  {"segment_cache_idle64",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 64 MiB (the default), sampled",
+   &make_measured<segment_cache_bounded<64>>}};
+add_resource_kind const segment_idle_256{
+  {"segment_cache_idle256",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 256 MiB, over async_device_current",
+   &make_measured<segment_cache_bounded<256>>}};
+add_resource_kind const segment_idle_1024{
+  {"segment_cache_idle1024",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 1 GiB, over async_device_current",
+   &make_measured<segment_cache_bounded<1024>>}};
 
 add_resource_kind const segment_current_pool{
   {"segment_cache_current",

@@ -40,6 +40,17 @@ def arguments(doc, option, default):
     return args
 
 
+def start(out, name, framework):
+    """Logs every allocation of this process to OUT/<name>.csv through rmm-next, with `framework`
+    (torch or cupy) allocating through rmm-next's plugin; returns the log's path."""
+    import rmm_next
+
+    log = out / f"{name}.csv"
+    rmm_next.configure(log=log)
+    getattr(rmm_next, framework).use()
+    return log
+
+
 def summary(log):
     """Counts and the peak of the bytes live in a log (sizes as asked for)."""
     live, peak, in_use = {}, 0, 0

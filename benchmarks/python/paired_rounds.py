@@ -1,0 +1,66 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""Runs train_steps.py for each model, native and segments in turn (the order swapped every other
+round, so that a slow period of the machine falls on both), and reports per model the median of
+the paired steps/s ratios (segments / native), whether the losses are identical, and the peak
+reserved of each way (the largest over the rounds).
+
+    paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N]
+
+Writes OUT_DIR/paired_rounds.json (every run) and prints the table.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+
+here = pathlib.Path(__file__).resolve().parent
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("out")
+parser.add_argument("--rounds", type=int, default=5)
+parser.add_argument("--models", default="suite,gpt2,small")
+parser.add_argument("--steps", type=int, default=200)
+args = parser.parse_args()
+out = pathlib.Path(args.out)
+out.mkdir(parents=True, exist_ok=True)
+
+
+def run(model, way):
+    done = subprocess.run([sys.executable, str(here / "train_steps.py"), model, way,
+                           "--steps", str(args.steps)], capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"model": model, "way": way, "error": done.stderr[-2000:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+runs = []
+for model in args.models.split(","):
+    for r in range(args.rounds):
+        order = ["native", "segments"] if r % 2 == 0 else ["segments", "native"]
+        pair = {way: run(model, way) for way in order}
+        runs.append({"model": model, "round": r, **pair})
+        print(json.dumps({"model": model, "round": r,
+                          **{w: round(p.get("steps_per_second", 0), 2) for w, p in pair.items()}}),
+              flush=True)
+(out / "paired_rounds.json").write_text(json.dumps(runs) + "\n")
+MiB = 1 << 20
+print("| model | native steps/s (median) | segments steps/s (median) | median paired ratio | "
+      "losses identical | peak reserved native MiB | peak reserved segments MiB |")
+print("|---|---|---|---|---|---|---|")
+for model in args.models.split(","):
+    rows = [r for r in runs if r["model"] == model and "error" not in r["native"]
+            and "error" not in r["segments"]]
+    if not rows:
+        print(f"| {model} | failed: {[r for r in runs if r['model'] == model][:1]} |")
+        continue
+    ratio = statistics.median(r["segments"]["steps_per_second"] / r["native"]["steps_per_second"]
+                              for r in rows)
+    same = all(r["segments"]["losses"] == r["native"]["losses"] for r in rows)
+    print(f"| {model} | {statistics.median(r['native']['steps_per_second'] for r in rows):.1f} | "
+          f"{statistics.median(r['segments']['steps_per_second'] for r in rows):.1f} | "
+          f"{ratio:.3f} | {'yes' if same else 'no'} | "
+          f"{max(r['native']['peak_reserved_bytes'] for r in rows) / MiB:.0f} | "
+          f"{max(r['segments']['peak_reserved_bytes'] for r in rows) / MiB:.0f} |")

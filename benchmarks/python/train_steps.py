@@ -1,0 +1,109 @@
+# SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+# SPDX-License-Identifier: Apache-2.0
+"""Steps per second, losses and peak reserved of one PyTorch training run under one allocator.
+
+    train_steps.py MODEL WAY [--steps N]
+
+MODEL: suite (the Python suite's 4-layer nn.TransformerEncoder, d 256, of
+python/tests/scenarios/torch_train.py), small (4 layers, d 512, the shapes (8, 64), (16, 128),
+(4, 256), (32, 32) and (12, 96) in turn) or gpt2 (HuggingFace transformers GPT2LMHeadModel built
+from a config: 6 layers, d 512, six shapes in turn). WAY: native (PyTorch's caching allocator) or
+segments (rmm_next.torch.use(segment_cache=True)). Deterministic kernels, so that every way
+computes the same losses. Prints one JSON object: steps_per_second over the steps after the
+warm-up, the losses, and the peak reserved: torch.cuda.max_memory_reserved for native, the
+pool's ReservedMemHigh for rmm-next (everything the driver pool mapped, cached segments
+included). benchmarks/python/paired_rounds.py runs the ways in interleaved rounds.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("model", choices=["suite", "small", "gpt2"])
+parser.add_argument("way", choices=["native", "segments"])
+parser.add_argument("--steps", type=int, default=200)
+args = parser.parse_args()
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+if args.way == "segments":
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+    import rmm_next
+
+    rmm_next.torch.use(segment_cache=True)
+
+torch.manual_seed(0)
+torch.use_deterministic_algorithms(True, warn_only=True)
+torch.backends.cudnn.benchmark = False
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cuda.enable_flash_sdp(False)
+torch.backends.cuda.enable_mem_efficient_sdp(False)
+generator = torch.Generator(device="cuda").manual_seed(1234)
+
+if args.model == "gpt2":
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=6, n_embd=512, n_head=8, n_positions=512)
+    model = transformers.GPT2LMHeadModel(config).cuda()
+    shapes = [(8, 128), (4, 256), (16, 64), (12, 192), (2, 512), (6, 320)]
+
+    def step_loss(batch, length):
+        tokens = torch.randint(0, config.vocab_size, (batch, length), device="cuda",
+                               generator=generator)
+        return model(input_ids=tokens, labels=tokens).loss
+else:
+    features, width, heads = (64, 256, 8) if args.model == "suite" else (64, 512, 8)
+    model = nn.Sequential(
+        nn.Linear(features, width),
+        nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.1, batch_first=True),
+            num_layers=4, enable_nested_tensor=False),
+        nn.Linear(width, features),
+    ).cuda()
+    if args.model == "suite":
+        import random
+
+        pick = random.Random(99)
+        shapes = [(pick.choice([8, 16, 24, 32]), pick.choice([32, 48, 64, 96, 128]))
+                  for _ in range(args.steps)]
+    else:
+        shapes = [(8, 64), (16, 128), (4, 256), (32, 32), (12, 96)]
+
+    def step_loss(batch, length):
+        x = torch.randn(batch, length, features, device="cuda", generator=generator)
+        target = torch.roll(x, shifts=1, dims=1) * 0.5 + x.mean(dim=1, keepdim=True)
+        return nn.functional.mse_loss(model(x), target)
+
+optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+warmup = min(20, args.steps // 5)
+losses = []
+start = None
+for step in range(args.steps):
+    if step == warmup:
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+    batch, length = shapes[step % len(shapes)]
+    optimizer.zero_grad(set_to_none=True)
+    loss = step_loss(batch, length)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.detach())
+torch.cuda.synchronize()
+elapsed = time.perf_counter() - start
+result = {"model": args.model, "way": args.way, "steps": args.steps,
+          "steps_per_second": (args.steps - warmup) / elapsed,
+          "losses": torch.stack(losses).tolist()}
+if args.way == "native":
+    result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
+    result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
+else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
+    result["peak_allocated_bytes"] = rmm_next.statistics(0)["allocated_bytes_high"]
+    result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
+    result["segment_cache"] = rmm_next.segment_cache_statistics(0)
+print(json.dumps(result))
