@@ -144,10 +144,7 @@ struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture
     reset_pool(cache.upstream_resource().pool_handle());
     at_start = cache.statistics();
   }
-  void after_run(benchmark::State& state)
-  {
-    report_cache_run(state, cache, at_start);
-  }
+  void after_run(benchmark::State& state) { report_cache_run(state, cache, at_start); }
 };
 
 /** @brief rmm_next::segment_cache_adaptor over async_device_resource, default options. */
@@ -173,10 +170,7 @@ struct segment_cache_peer : mixed::resource_calls<segment_cache_peer> {
     reset_pool(cache.upstream_resource().pool_handle());
     at_start = cache.statistics();
   }
-  void after_run(benchmark::State& state)
-  {
-    report_cache_run(state, cache, at_start);
-  }
+  void after_run(benchmark::State& state) { report_cache_run(state, cache, at_start); }
 };
 
 void register_all()

@@ -71,8 +71,11 @@ inline void fill(void* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t 
 }
 
 /** @brief Adds to `*out` the words of the `bytes` at `ptr` that do not hold `seed`'s pattern. */
-inline void check(
-  void const* ptr, std::size_t bytes, std::uint32_t seed, cudaStream_t stream, unsigned long long* out)
+inline void check(void const* ptr,
+                  std::size_t bytes,
+                  std::uint32_t seed,
+                  cudaStream_t stream,
+                  unsigned long long* out)
 {
   std::size_t const n = bytes / sizeof(std::uint32_t);
   count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
