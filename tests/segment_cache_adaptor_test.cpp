@@ -19,8 +19,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -224,7 +226,8 @@ TEST(SegmentCacheAdaptor, ABoundOfZeroGivesEachSegmentBackWhenItIsIdle)
 {
   counted_upstream up;
   rmm_next::segment_cache_options o;
-  o.max_idle_bytes = 0;
+  o.max_idle_bytes    = 0;
+  o.max_idle_fraction = 0;
   cache_t cache{up, 0, o};
   auto const s = stream_of(0x10);
   void* a      = cache.allocate(s, 100);
@@ -234,6 +237,59 @@ TEST(SegmentCacheAdaptor, ABoundOfZeroGivesEachSegmentBackWhenItIsIdle)
   cache.deallocate(s, b, 100);
   EXPECT_EQ(up.get().frees, 1);
   EXPECT_EQ(up.get().in_use, 0u);
+}
+
+TEST(SegmentCacheAdaptor, TheIdleBoundFollowsThePeakLiveBytesUntilTrim)
+{
+  counted_upstream up;
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes    = 0;
+  o.max_idle_fraction = 0.5;
+  cache_t cache{up, 0, o};
+  auto const s = stream_of(0x10);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(cache.allocate(s, 12 * MiB));  // large: a 12 MiB segment each
+  }
+  EXPECT_EQ(cache.statistics().peak_live_bytes, 48 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bound, 24 * MiB);
+  for (void* b : blocks) {
+    cache.deallocate(s, b, 12 * MiB);
+  }
+  // Half the peak stays idle, for the next peak; the two oldest segments went back.
+  rmm_next::segment_cache_statistics st = cache.statistics();
+  EXPECT_EQ(st.idle_bytes, 24 * MiB);
+  EXPECT_EQ(st.released_segments, 2u);
+  EXPECT_EQ(up.get().frees, 2);
+  void* again = cache.allocate(s, 12 * MiB);  // the next peak takes them again: a hit
+  EXPECT_TRUE(again == blocks[2] || again == blocks[3]);
+  EXPECT_EQ(up.get().requests.size(), 4u);
+  cache.deallocate(s, again, 12 * MiB);
+  // trim() starts again: everything goes back, and the bound follows what is live from now on.
+  EXPECT_EQ(cache.trim(s), 24 * MiB);
+  st = cache.statistics();
+  EXPECT_EQ(st.peak_live_bytes, 0u);
+  EXPECT_EQ(st.idle_bound, 0u);
+  void* c = cache.allocate(s, 12 * MiB);
+  cache.deallocate(s, c, 12 * MiB);  // 12 MiB idle, over half of the 12 MiB peak: it goes back
+  EXPECT_EQ(cache.statistics().idle_bytes, 0u);
+  EXPECT_EQ(up.get().in_use, 0u);
+}
+
+TEST(SegmentCacheAdaptor, ANegativeOrNanIdleFractionIsRefused)
+{
+  counted_upstream up;
+  for (double f : {-0.5, std::numeric_limits<double>::quiet_NaN()}) {
+    rmm_next::segment_cache_options o;
+    o.max_idle_fraction = f;
+    try {
+      cache_t cache{up, 0, o};
+      ADD_FAILURE() << "max_idle_fraction " << f << " was accepted";
+    } catch (std::invalid_argument const& e) {
+      EXPECT_NE(std::string{e.what()}.find("max_idle_fraction"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(up.get().requests.empty());
 }
 
 TEST(SegmentCacheAdaptor, TrimGivesBackEveryIdleSegmentAndKeepsTheLiveOnes)

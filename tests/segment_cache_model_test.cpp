@@ -27,6 +27,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -70,10 +71,14 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   model::model_pool::state& ps = pool.get();
   rmm_next::segment_cache_options options;
   std::size_t constexpr bounds[] = {0, std::size_t{4} << 20, std::size_t{1} << 40};
+  double constexpr fractions[]   = {0.0, 0.25, 0.5};
   options.max_idle_bytes         = bounds[pick(3)];
+  options.max_idle_fraction      = fractions[pick(3)];
   options.fence_interval         = 1 + pick(8);
-  std::printf(
-    "max_idle_bytes %zu, fence_interval %zu\n", options.max_idle_bytes, options.fence_interval);
+  std::printf("max_idle_bytes %zu, max_idle_fraction %.2f, fence_interval %zu\n",
+              options.max_idle_bytes,
+              options.max_idle_fraction,
+              options.fence_interval);
   auto cache = std::make_unique<rmm_next::segment_cache_adaptor<model_pool>>(pool, 0, options);
 
   int second = 1;  // the second context of device 0 (destroyed and made again)
@@ -316,7 +321,12 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       if (s != nullptr && !s->capturing) { model::merge(the().completed, s->clock); }
     }
     rmm_next::segment_cache_statistics const st = cache->statistics();
-    if (st.idle_bytes - st.unproven_bytes > options.max_idle_bytes) {
+    auto const relative = static_cast<std::uint64_t>(options.max_idle_fraction *
+                                                     static_cast<double>(st.peak_live_bytes));
+    if (st.idle_bound != std::max<std::uint64_t>(options.max_idle_bytes, relative)) {
+      the().violation("the idle bound is not the larger of max_idle_bytes and the fraction");
+    }
+    if (st.idle_bytes - st.unproven_bytes > st.idle_bound) {
       the().violation("idle segments that fences prove stayed beyond the bound");
     }
   });

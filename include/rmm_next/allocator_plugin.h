@@ -75,7 +75,9 @@ typedef struct rmm_next_thread_cache_options {
 
 /** @brief Limits of the segment cache (see `segment_cache_options`). */
 typedef struct rmm_next_segment_cache_options {
-  size_t max_idle_bytes; /**< idle segment bytes kept; SIZE_MAX: the default (64 MiB); 0: none */
+  /** idle segment bytes kept; SIZE_MAX: the default (64 MiB, or a quarter of the peak live bytes
+   * since the last trim when that is more); any other value: that bound alone (0: none) */
+  size_t max_idle_bytes;
   size_t fence_interval; /**< most frees on a stream between its fences; 0: the default (64) */
 } rmm_next_segment_cache_options;
 

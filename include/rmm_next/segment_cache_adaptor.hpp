@@ -17,6 +17,7 @@
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/segment_cache.hpp>
 #include <rmm_next/detail/stream.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -32,6 +33,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -42,11 +45,19 @@ inline namespace RMM_NEXT_ABI_NAMESPACE {
 /** @brief Limits of a `segment_cache_adaptor`. */
 struct segment_cache_options {
   /**
-   * @brief Bytes of idle segments (no live block in them) the cache keeps. A free that takes the
-   * idle bytes past this gives the oldest idle segments back upstream until they fit again.
-   * 0 gives every segment back as soon as it is idle.
+   * @brief Bytes of idle segments (no live block in them) the cache keeps at least. A free that
+   * takes the idle bytes past the bound (this, or `max_idle_fraction` of the peak live bytes when
+   * that is more) gives the oldest idle segments back upstream until they fit again. 0, with a
+   * `max_idle_fraction` of 0, gives every segment back as soon as it is idle.
    */
   std::size_t max_idle_bytes = std::size_t{64} << 20;
+  /**
+   * @brief The idle bytes kept may also reach this fraction of the largest live bytes since the
+   * last `trim()`: a workload whose steps rise to a peak and fall back finds the segments of its
+   * next peak still cached instead of asking the upstream for them again, and holds no more at
+   * that peak than it did at the last. 0: `max_idle_bytes` alone.
+   */
+  double max_idle_fraction = 0.25;
   /**
    * @brief The most frees on one stream between two of its fences (events, about 0.3 us each,
    * recorded on the stream during a free), behind which its idle segments may go back upstream
@@ -79,6 +90,9 @@ struct segment_cache_statistics {
    * past the free, or whose fence the driver refused. Their segments stay until the adaptor goes.
    */
   std::uint64_t lost_bytes;
+  std::uint64_t peak_live_bytes;  ///< the largest `live_bytes` since the last `trim()`
+  /** @brief The idle bytes kept now: `max_idle_bytes`, or `max_idle_fraction` of the peak. */
+  std::uint64_t idle_bound;
 };
 
 namespace detail {
@@ -91,6 +105,12 @@ class segment_cache_state {
     : upstream_{std::move(upstream)}, options_{options}, device_{device}
   {
     if (options_.fence_interval == 0) { options_.fence_interval = 1; }
+    if (!(options_.max_idle_fraction >= 0.0) || options_.max_idle_fraction > 1e6) {  // NaN too
+      throw_error<std::invalid_argument>(
+        "segment_cache_adaptor",
+        "max_idle_fraction " + std::to_string(options_.max_idle_fraction) +
+          " is not a fraction of the peak live bytes; pass 0 or more (0.25 by default)");
+    }
     relay_ = make_primary_stream(device_, primary_);  // now, before any capture
   }
   segment_cache_state(segment_cache_state const&)            = delete;
@@ -236,8 +256,8 @@ class segment_cache_state {
     put_free(b, *l);
     if (lane == s.lane) { maybe_fence(*l, stream); }
     if (s.live == 0) { becomes_idle(s); }
-    if (idle_bytes_ > options_.max_idle_bytes) {
-      release_idle_locked(stream, lane, options_.max_idle_bytes);
+    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
+      release_idle_locked(stream, lane, bound);
     }
   }
 
@@ -289,7 +309,18 @@ class segment_cache_state {
   std::size_t trim_locked(cudaStream_t stream, std::uint64_t lane) noexcept
   {
     reclaim_graph_frees_locked();
+    peak_live_bytes_ = live_bytes_;  // a new phase: the bound follows what is live from now on
     return release_idle_locked(stream, lane, 0);
+  }
+
+  /** @brief The idle bytes kept: `max_idle_bytes`, or `max_idle_fraction` of the peak live bytes.
+   */
+  [[nodiscard]] std::size_t idle_bound() const noexcept
+  {
+    double const relative = options_.max_idle_fraction * static_cast<double>(peak_live_bytes_);
+    return relative > static_cast<double>(options_.max_idle_bytes)
+             ? static_cast<std::size_t>(relative)
+             : options_.max_idle_bytes;
   }
 
   [[nodiscard]] segment_cache_statistics statistics_locked() const noexcept
@@ -308,7 +339,9 @@ class segment_cache_state {
             released_segments_,
             unproven,
             graph_pending_bytes_,
-            lost_bytes_};
+            lost_bytes_,
+            peak_live_bytes_,
+            idle_bound()};
   }
 
   /** @brief Counted without the lock: a bypass is the captured streams' hot path. */
@@ -366,6 +399,7 @@ class segment_cache_state {
     b.free = false;
     hold(*b.segment);
     live_bytes_ += b.size;
+    if (live_bytes_ > peak_live_bytes_) { peak_live_bytes_ = live_bytes_; }
     return reinterpret_cast<void*>(b.address);
   }
 
@@ -635,8 +669,8 @@ class segment_cache_state {
       put_free(b, *l);
       if (segment.live == 0) { becomes_idle(segment); }
     }
-    if (idle_bytes_ > options_.max_idle_bytes) {
-      (void)release_idle_locked(nullptr, 0, options_.max_idle_bytes);
+    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
+      (void)release_idle_locked(nullptr, 0, bound);
     }
   }
 
@@ -660,6 +694,7 @@ class segment_cache_state {
   std::uint64_t hits_{}, misses_{}, released_segments_{};
   std::atomic<std::uint64_t> bypasses_{0};
   std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, lost_bytes_{}, graph_pending_bytes_{};
+  std::size_t peak_live_bytes_{};  ///< since the last trim: what `idle_bound` follows
 };
 
 }  // namespace detail
@@ -705,6 +740,7 @@ class segment_cache_adaptor
   /**
    * @brief Caches in front of `upstream`, with `options`: its device is the upstream's
    * (`upstream.device()`), else the current one.
+   * @throws std::invalid_argument if `options.max_idle_fraction` is negative or not a number.
    */
   template <detail::upstream_argument<segment_cache_adaptor, Upstream> Arg = Upstream>
   explicit segment_cache_adaptor(Arg&& upstream, segment_cache_options const& options = {})
@@ -713,7 +749,10 @@ class segment_cache_adaptor
   {
   }
 
-  /** @brief Caches in front of `upstream`, an upstream of `device`, with `options`. */
+  /**
+   * @brief Caches in front of `upstream`, an upstream of `device`, with `options`.
+   * @throws std::invalid_argument if `options.max_idle_fraction` is negative or not a number.
+   */
   template <detail::upstream_argument<segment_cache_adaptor, Upstream> Arg = Upstream>
   segment_cache_adaptor(Arg&& upstream, int device, segment_cache_options const& options = {})
     : state_{std::make_shared<detail::segment_cache_state<Upstream>>(

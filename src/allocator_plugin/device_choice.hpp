@@ -77,7 +77,10 @@ inline segment_cache_options to_segment_options(rmm_next_segment_cache_options c
 {
   segment_cache_options c;
   if (o == nullptr) { return c; }
-  if (o->max_idle_bytes != SIZE_MAX) { c.max_idle_bytes = o->max_idle_bytes; }
+  if (o->max_idle_bytes != SIZE_MAX) {  // a bound the caller chose: it alone
+    c.max_idle_bytes    = o->max_idle_bytes;
+    c.max_idle_fraction = 0.0;
+  }
   if (o->fence_interval != 0) { c.fence_interval = o->fence_interval; }
   return c;
 }

@@ -1,0 +1,124 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// segment_cache_sim LOG [MAX_IDLE_MIB [MAX_IDLE_FRACTION]] - what segment_cache_adaptor decides
+// on a recorded trace, on the CPU: every event of the log in log order through a
+// segment_cache_adaptor whose upstream hands out addresses that are never touched (no GPU, no
+// memory), so the options can be chosen from real traces on any machine. Prints one line: hits,
+// misses (segments taken from the upstream), segments given back, the peak of the bytes the cache
+// held of the upstream, and that peak over the log's peak in use. Times are not measured here:
+// replay_bench on a GPU measures them. Defaults: segment_cache_options{}.
+
+#include "replay/log_parser.hpp"
+
+#include <rmm_next/segment_cache_adaptor.hpp>
+
+#include <cuda/stream_ref>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+namespace {
+
+/** @brief An upstream of untouched addresses: counts requests and the bytes held. */
+class address_upstream {
+ public:
+  struct counts {
+    std::uintptr_t next = std::uintptr_t{1} << 40;
+    std::size_t held    = 0;
+    std::size_t peak    = 0;
+    long requests       = 0;
+  };
+
+  [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t)
+  {
+    std::uintptr_t const address = c_->next;
+    c_->next += (bytes + 4095) & ~std::size_t{4095};
+    c_->held += bytes;
+    c_->peak = c_->held > c_->peak ? c_->held : c_->peak;
+    ++c_->requests;
+    return reinterpret_cast<void*>(address);
+  }
+  void deallocate(cuda::stream_ref, void*, std::size_t bytes, std::size_t) noexcept
+  {
+    c_->held -= bytes;
+  }
+  [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
+  {
+    return allocate(cuda::stream_ref{cudaStream_t{}}, bytes, alignment);
+  }
+  void deallocate_sync(void* ptr, std::size_t bytes, std::size_t alignment) noexcept
+  {
+    deallocate(cuda::stream_ref{cudaStream_t{}}, ptr, bytes, alignment);
+  }
+  friend bool operator==(address_upstream const& a, address_upstream const& b) noexcept
+  {
+    return a.c_ == b.c_;
+  }
+  friend void get_property(address_upstream const&, cuda::mr::device_accessible) noexcept {}
+
+  [[nodiscard]] counts const& get() const noexcept { return *c_; }
+
+ private:
+  std::shared_ptr<counts> c_ = std::make_shared<counts>();
+};
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+  if (argc < 2 || argc > 4) {
+    std::fprintf(stderr, "usage: segment_cache_sim LOG [MAX_IDLE_MIB [MAX_IDLE_FRACTION]]\n");
+    return 64;
+  }
+  try {
+    namespace replay = rmm_next_bench::replay;
+    std::vector<replay::event> const events = replay::parse_log_file(argv[1]);
+    rmm_next::segment_cache_options options;
+    if (argc > 2) { options.max_idle_bytes = std::strtoull(argv[2], nullptr, 10) << 20; }
+    if (argc > 3) { options.max_idle_fraction = std::strtod(argv[3], nullptr); }
+    address_upstream upstream;
+    rmm_next::segment_cache_adaptor<address_upstream> cache{upstream, 0, options};
+    std::unordered_map<std::uintptr_t, std::pair<void*, std::size_t>> live;
+    std::size_t in_use = 0;
+    std::size_t peak   = 0;
+    for (replay::event const& e : events) {
+      cuda::stream_ref const stream{reinterpret_cast<cudaStream_t>(e.stream)};
+      if (e.act == replay::action::allocate) {
+        live[e.pointer] = {cache.allocate(stream, e.size), e.size};
+        in_use += e.size;
+        peak = in_use > peak ? in_use : peak;
+      } else if (e.act == replay::action::free) {
+        auto const it = live.find(e.pointer);
+        if (it == live.end()) { continue; }  // freed memory the log never showed allocated
+        cache.deallocate(stream, it->second.first, it->second.second);
+        in_use -= it->second.second;
+        live.erase(it);
+      }
+    }
+    auto const st = cache.statistics();
+    double const mib = 1 << 20;
+    std::printf(
+      "max_idle_bytes %zu MiB, max_idle_fraction %.3g: hits %llu, misses %llu, segments given "
+      "back %llu; peak held %.1f MiB, peak in use %.1f MiB, held / in use %.3f\n",
+      options.max_idle_bytes >> 20,
+      options.max_idle_fraction,
+      static_cast<unsigned long long>(st.hits),
+      static_cast<unsigned long long>(st.misses),
+      static_cast<unsigned long long>(st.released_segments),
+      static_cast<double>(upstream.get().peak) / mib,
+      static_cast<double>(peak) / mib,
+      peak > 0 ? static_cast<double>(upstream.get().peak) / static_cast<double>(peak) : 0.0);
+    return 0;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "segment_cache_sim: %s\n", e.what());
+    return 1;
+  }
+}
