@@ -366,4 +366,60 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   EXPECT_GT(ops["capture"], 0);
 }
 
+// PyTorch's two threads on the legacy stream: the main thread allocates, the autograd thread frees
+// half, and both allocate again from what the other freed. One lane: after a trim on stream 0
+// from either thread nothing idle stays, proven or not, and the pool holds nothing more.
+TEST(SegmentCacheModel, TwoThreadsOnTheLegacyStreamLeaveNothingIdleAfterATrim)
+{
+  model_pool pool{std::size_t{256} << 20};
+  model::model_pool::state& ps = pool.get();
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the trim
+  rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, options};
+  model::worker main_thread{0};
+  model::worker autograd{0};
+  cuda::stream_ref const zero{cudaStream_t{}};
+  std::mt19937_64 rng{7};
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  for (int step = 0; step < 20; ++step) {
+    main_thread.call([&] {
+      for (int i = 0; i < 16; ++i) {
+        std::size_t const bytes = std::size_t{512} << (rng() % 16);  // 512 B to 16 MiB
+        blocks.emplace_back(cache.allocate(zero, bytes), bytes);
+      }
+    });
+    autograd.call([&] {  // frees every other block, and allocates its own
+      for (std::size_t i = 0; i < blocks.size(); i += 2) {
+        cache.deallocate(zero, blocks[i].first, blocks[i].second);
+      }
+      std::vector<std::pair<void*, std::size_t>> kept;
+      for (std::size_t i = 1; i < blocks.size(); i += 2) {
+        kept.push_back(blocks[i]);
+      }
+      blocks = std::move(kept);
+      for (int i = 0; i < 4; ++i) {
+        std::size_t const bytes = std::size_t{4096} << (rng() % 10);
+        blocks.emplace_back(cache.allocate(zero, bytes), bytes);
+      }
+    });
+    main_thread.call([&] {
+      for (auto const& [p, bytes] : blocks) {
+        cache.deallocate(zero, p, bytes);
+      }
+      blocks.clear();
+    });
+  }
+  rmm_next::segment_cache_statistics const before = cache.statistics();
+  EXPECT_GT(before.hits, before.misses);
+  EXPECT_GT(before.idle_bytes, 0u);
+  main_thread.call([&] { (void)cache.trim(zero); });
+  rmm_next::segment_cache_statistics const after = cache.statistics();
+  EXPECT_EQ(after.live_bytes, 0u);
+  EXPECT_EQ(after.idle_bytes, 0u);
+  EXPECT_EQ(after.unproven_bytes, 0u);
+  EXPECT_EQ(after.segment_bytes, 0u);
+  EXPECT_EQ(ps.in_use, 0u);
+  model::report_violations(7);
+}
+
 }  // namespace

@@ -300,7 +300,7 @@ class segment_cache_state {
       cache_segment* const s = *it;
       ++it;
       std::size_t const size = s->size;  // `s` is gone once given back
-      if (give_back(*s, s->lane == lane && lane != 0 ? stream : nullptr)) { released += size; }
+      if (give_back(*s, s->lane == lane && lane != 0, stream)) { released += size; }
     }
     return released;
   }
@@ -596,15 +596,16 @@ class segment_cache_state {
   }
 
   /**
-   * @brief Gives idle `s` back upstream: on `on` (a stream of its lane, in a call now) at once,
-   * else on the relay stream behind the lane's fence and the block's own waits, if they prove it.
+   * @brief Gives idle `s` back upstream: with `on_its_stream`, on `stream` (its lane's, in a call
+   * now; 0 is the legacy stream, as any other handle) at once, else on the relay stream behind the
+   * lane's fence and the block's own waits, if they prove it.
    * @return False when nothing proves it free yet.
    */
-  bool give_back(cache_segment& s, cudaStream_t on) noexcept
+  bool give_back(cache_segment& s, bool on_its_stream, cudaStream_t stream) noexcept
   {
     cache_block* const b = s.first;  // idle: one free block, the whole segment
-    cudaStream_t release = on;
-    if (release == nullptr) {
+    cudaStream_t release = on_its_stream ? stream : nullptr;
+    if (!on_its_stream) {
       if (!provable(s)) { return false; }
       if (fences_available()) {
         if (relay_ == nullptr) { return false; }
