@@ -79,7 +79,7 @@ int main(int argc, char** argv)
     return 64;
   }
   try {
-    namespace replay = rmm_next_bench::replay;
+    namespace replay                        = rmm_next_bench::replay;
     std::vector<replay::event> const events = replay::parse_log_file(argv[1]);
     rmm_next::segment_cache_options options;
     if (argc > 2) { options.max_idle_bytes = std::strtoull(argv[2], nullptr, 10) << 20; }
@@ -103,7 +103,7 @@ int main(int argc, char** argv)
         live.erase(it);
       }
     }
-    auto const st = cache.statistics();
+    auto const st    = cache.statistics();
     double const mib = 1 << 20;
     std::printf(
       "max_idle_bytes %zu MiB, max_idle_fraction %.3g: hits %llu, misses %llu, segments given "
