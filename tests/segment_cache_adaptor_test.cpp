@@ -16,9 +16,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -290,6 +295,49 @@ TEST(SegmentCacheAdaptor, ANegativeOrNanIdleFractionIsRefused)
     }
   }
   EXPECT_TRUE(up.get().requests.empty());
+}
+
+// A forked child holds its parent's cache, whose blocks the child must never hand out again (their
+// stream work is the parent's), and whose frees must not touch the parent's streams: in the child
+// allocations go to the upstream (which refuses, in a real process: the driver is unusable there)
+// and frees do nothing. The same flag stops the cache at exit, once the runtime unloads.
+TEST(SegmentCacheAdaptor, AForkedChildNeverReusesTheParentsBlocksAndItsFreesDoNothing)
+{
+  rmm_next::detail::watch_runtime_teardown();  // as the first CUDA call of a resource does
+  counted_upstream up;
+  cache_t cache{up, 0, keep_everything()};
+  auto const s = stream_of(0x10);
+  void* cached = cache.allocate(s, 4096);
+  void* live   = cache.allocate(s, 8192);
+  cache.deallocate(s, cached, 4096);
+  cache.deallocate(s, cache.allocate(s, 12 * MiB), 12 * MiB);  // an idle segment of its own
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t const pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int code                = 0;
+    std::size_t const asked = up.get().requests.size();
+    auto const before       = cache.statistics();
+    void* p                 = cache.allocate(s, 4096);
+    if (p == cached) { code |= 1; }                             // a parent's block again
+    if (up.get().requests.size() != asked + 1) { code |= 2; }   // not the upstream's
+    if (cache.statistics().hits != before.hits) { code |= 4; }  // served from the cache
+    cache.deallocate(s, live, 8192);                            // does nothing
+    if (cache.statistics().live_bytes != before.live_bytes) { code |= 8; }
+    if (cache.trim(s) != 0 || up.get().frees != 0) { code |= 16; }  // nothing goes back
+    ::_exit(code);
+  }
+  int status{};
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+    << "bits: 1 reused the parent's block, 2 no upstream call, 4 a hit, 8 a free counted, 16 a "
+       "release";
+  EXPECT_FALSE(rmm_next::detail::runtime_unloading().load());  // the parent goes on
+  EXPECT_EQ(cache.allocate(s, 4096), cached);                  // its cache untouched
+  cache.deallocate(s, cached, 4096);
+  cache.deallocate(s, live, 8192);
 }
 
 TEST(SegmentCacheAdaptor, TrimGivesBackEveryIdleSegmentAndKeepsTheLiveOnes)

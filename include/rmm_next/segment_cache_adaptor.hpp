@@ -870,14 +870,16 @@ class segment_cache_adaptor
   /**
    * @brief Gives every idle segment a fence proves free back upstream; with `stream` (eager), also
    * those of that stream, whose order proves them. The stream-ordered frees go on after the call.
+   * Nothing once the runtime is unloading, or in a forked child.
    * @return The bytes given back.
    */
   std::size_t trim(cuda::stream_ref stream = cuda::stream_ref{cudaStream_t{}}) noexcept
   {
+    // Unloading, or a forked child: the segments' stream work is not this process's to order.
+    if (detail::runtime_unloading().load(std::memory_order_relaxed)) { return 0; }
     cudaStream_t const handle = stream.get();
-    bool const eager          = !detail::runtime_unloading().load(std::memory_order_relaxed) &&
-                       detail::stream_is_eager(handle);
-    std::uint64_t const lane = eager ? detail::stream_lane(handle) : 0;
+    bool const eager          = detail::stream_is_eager(handle);
+    std::uint64_t const lane  = eager ? detail::stream_lane(handle) : 0;
     std::lock_guard const lock{state_->mutex};
     return state_->trim_locked(handle, lane);
   }
