@@ -9,6 +9,7 @@
 // and given back, the statistics, out of memory, and threads.
 
 #include "support/fake_resource.hpp"
+#include "support/forked_child.hpp"
 
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -16,14 +17,9 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -297,6 +293,19 @@ TEST(SegmentCacheAdaptor, ANegativeOrNanIdleFractionIsRefused)
   EXPECT_TRUE(up.get().requests.empty());
 }
 
+TEST(SegmentCacheAdaptor, AnUnboundedIdleFractionKeepsEveryIdleSegment)
+{
+  counted_upstream up;
+  rmm_next::segment_cache_options o;
+  o.max_idle_fraction = std::numeric_limits<double>::infinity();
+  cache_t cache{up, 0, o};
+  auto const s = stream_of(0x10);
+  cache.deallocate(s, cache.allocate(s, 12 * MiB), 12 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bound, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(cache.statistics().idle_bytes, 12 * MiB);
+  EXPECT_EQ(up.get().frees, 0);
+}
+
 // A forked child holds its parent's cache, whose blocks the child must never hand out again (their
 // stream work is the parent's), and whose frees must not touch the parent's streams: in the child
 // allocations go to the upstream (which refuses, in a real process: the driver is unusable there)
@@ -311,11 +320,7 @@ TEST(SegmentCacheAdaptor, AForkedChildNeverReusesTheParentsBlocksAndItsFreesDoNo
   void* live   = cache.allocate(s, 8192);
   cache.deallocate(s, cached, 4096);
   cache.deallocate(s, cache.allocate(s, 12 * MiB), 12 * MiB);  // an idle segment of its own
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t const pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
+  std::string const child = rmm_next::test::run_in_forked_child([&] {
     int code                = 0;
     std::size_t const asked = up.get().requests.size();
     auto const before       = cache.statistics();
@@ -326,14 +331,10 @@ TEST(SegmentCacheAdaptor, AForkedChildNeverReusesTheParentsBlocksAndItsFreesDoNo
     cache.deallocate(s, live, 8192);                            // does nothing
     if (cache.statistics().live_bytes != before.live_bytes) { code |= 8; }
     if (cache.trim(s) != 0 || up.get().frees != 0) { code |= 16; }  // nothing goes back
-    ::_exit(code);
-  }
-  int status{};
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0)
-    << "bits: 1 reused the parent's block, 2 no upstream call, 4 a hit, 8 a free counted, 16 a "
-       "release";
+    return code;
+  });
+  EXPECT_EQ(child, "") << "bits: 1 reused the parent's block, 2 no upstream call, 4 a hit, 8 a "
+                          "free counted, 16 a release";
   EXPECT_FALSE(rmm_next::detail::runtime_unloading().load());  // the parent goes on
   EXPECT_EQ(cache.allocate(s, 4096), cached);                  // its cache untouched
   cache.deallocate(s, cached, 4096);

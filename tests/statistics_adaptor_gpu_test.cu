@@ -9,6 +9,7 @@
 // over one resource count apart (one per library), nested counters around one phase of kernels
 // over an owned pool, and counts stay exact with threads on their own streams.
 
+#include "support/device_fill_check.cuh"
 #include "support/kernels.cuh"
 
 #include <rmm_next/async_device_resource.hpp>
@@ -50,17 +51,7 @@ class statistics_adaptor_gpu_test : public ::testing::Test {
   /** @brief Fills `words` words at `ptr` with a kernel and counts the mismatches with another. */
   unsigned long long fill_and_check(std::uint32_t* ptr, std::size_t words, std::uint32_t seed)
   {
-    unsigned long long* d = nullptr;
-    EXPECT_EQ(cudaMallocAsync(&d, sizeof(*d), stream_), cudaSuccess);
-    EXPECT_EQ(cudaMemsetAsync(d, 0, sizeof(*d), stream_), cudaSuccess);
-    fill_kernel<<<grid_for(words), block_size, 0, stream_>>>(ptr, words, seed);
-    count_mismatches_kernel<<<grid_for(words), block_size, 0, stream_>>>(ptr, words, seed, d);
-    unsigned long long mismatches = ~0ULL;
-    EXPECT_EQ(cudaMemcpyAsync(&mismatches, d, sizeof(*d), cudaMemcpyDeviceToHost, stream_),
-              cudaSuccess);
-    EXPECT_EQ(cudaFreeAsync(d, stream_), cudaSuccess);
-    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
-    return mismatches;
+    return rmm_next::test::fill_and_count_mismatches(ptr, words, seed, stream_);
   }
 
   cudaStream_t stream_{};

@@ -29,6 +29,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -105,7 +106,7 @@ class segment_cache_state {
     : upstream_{std::move(upstream)}, options_{options}, device_{device}
   {
     if (options_.fence_interval == 0) { options_.fence_interval = 1; }
-    if (!(options_.max_idle_fraction >= 0.0) || options_.max_idle_fraction > 1e6) {  // NaN too
+    if (!(options_.max_idle_fraction >= 0.0)) {  // negative, or NaN
       throw_error<std::invalid_argument>(
         "segment_cache_adaptor",
         "max_idle_fraction " + std::to_string(options_.max_idle_fraction) +
@@ -210,19 +211,22 @@ class segment_cache_state {
     }
   }
 
-  /** @brief The live block at `ptr`, or nullptr (memory the cache did not hand out). */
-  [[nodiscard]] cache_block* live_block(void* ptr) const noexcept
+  using live_map = std::unordered_map<std::uintptr_t, cache_block*>;
+
+  /** @brief Where the live block at `ptr` is listed; `live_end()` for memory not handed out. */
+  [[nodiscard]] live_map::iterator find_live(void* ptr) noexcept
   {
-    auto const it = live_.find(reinterpret_cast<std::uintptr_t>(ptr));
-    return it == live_.end() ? nullptr : it->second;
+    return live_.find(reinterpret_cast<std::uintptr_t>(ptr));
   }
+  [[nodiscard]] live_map::iterator live_end() noexcept { return live_.end(); }
 
   /**
    * @brief Frees `b` on eager `stream` of lane `lane` (0: unknown). A free on another lane than
    * its segment's is fenced at once, so that the segment's lane reuses the block only after it.
    */
-  void free_eager(cache_block& b, cudaStream_t stream, std::uint64_t lane) noexcept
+  void free_eager(live_map::iterator live, cudaStream_t stream, std::uint64_t lane) noexcept
   {
+    cache_block& b   = *live->second;
     cache_segment& s = *b.segment;
     std::shared_ptr<cross_lane_fence> wait;
     if (lane != s.lane) {
@@ -230,13 +234,13 @@ class segment_cache_state {
       if (wait == nullptr && fences_available()) {
         // No fence could be made: the free is held until the stream's work so far is done.
         if (!synchronize_stream(stream)) {
-          forget_live(b);
+          forget_live(live);
           lost_bytes_ += b.size;
           return;
         }
       }
     }
-    forget_live(b);
+    forget_live(live);
     cache_lane* l = lane_of(s.lane);
     if (l == nullptr) {  // out of host memory for a lane: the block stays out
       lost_bytes_ += b.size;
@@ -269,8 +273,9 @@ class segment_cache_state {
    * capture): the block is lost (`lost_bytes`) and its segment stays until the adaptor goes.
    * @return The data of the graph's host node, to hand to `call_in_graph` without the lock.
    */
-  graph_free* free_in_graph(cache_block& b) noexcept
+  graph_free* free_in_graph(live_map::iterator live) noexcept
   {
+    cache_block& b   = *live->second;
     graph_free* data = nullptr;
     try {
       if (!graph_frees_) { graph_frees_ = std::make_shared<graph_frees>(); }
@@ -280,7 +285,7 @@ class segment_cache_state {
       in_graphs_.erase(b.address);
       return nullptr;
     }
-    forget_live(b);
+    forget_live(live);
     graph_pending_bytes_ += b.size;
     return data;
   }
@@ -318,9 +323,12 @@ class segment_cache_state {
   [[nodiscard]] std::size_t idle_bound() const noexcept
   {
     double const relative = options_.max_idle_fraction * static_cast<double>(peak_live_bytes_);
-    return relative > static_cast<double>(options_.max_idle_bytes)
-             ? static_cast<std::size_t>(relative)
-             : options_.max_idle_bytes;
+    if (relative <= static_cast<double>(options_.max_idle_bytes)) {
+      return options_.max_idle_bytes;
+    }
+    constexpr double every_byte = 18446744073709551616.0;  // 2^64: no size_t holds it
+    return relative >= every_byte ? std::numeric_limits<std::size_t>::max()
+                                  : static_cast<std::size_t>(relative);
   }
 
   [[nodiscard]] segment_cache_statistics statistics_locked() const noexcept
@@ -413,12 +421,12 @@ class segment_cache_state {
     }
   }
 
-  /** @brief `b` leaves the live set; its segment still counts it until it is free again. */
-  void forget_live(cache_block& b) noexcept
+  /** @brief The block at `live` leaves the live set; its segment counts it until it is free. */
+  void forget_live(live_map::iterator live) noexcept
   {
-    auto node = live_.extract(b.address);
+    live_bytes_ -= live->second->size;
+    auto node = live_.extract(live);
     if (spare_live_.empty()) { spare_live_ = std::move(node); }  // the next hand_out's entry
-    live_bytes_ -= b.size;
   }
 
   /** @brief `b` joins the live set (a spare entry when there is one: no host allocation). */
@@ -549,17 +557,23 @@ class segment_cache_state {
     }
   }
 
+  /** @brief `record_lasting_fence` on eager `stream` into a spare event of the pool (null:
+   * refused). */
+  CUevent pooled_fence(cudaStream_t stream) noexcept
+  {
+    CUevent const spare = events_.take(primary_);
+    CUevent const e =
+      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_), spare);
+    if (e == nullptr) { events_.give(spare); }
+    return e;
+  }
+
   /** @brief A lasting fence recorded on eager `stream` now; null without a driver or if refused. */
   std::shared_ptr<cross_lane_fence> fence_elsewhere(cudaStream_t stream) noexcept
   {
     if (!fences_available()) { return nullptr; }
-    CUevent const spare = events_.take(primary_);
-    CUevent const e =
-      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_), spare);
-    if (e == nullptr) {
-      events_.give(spare);
-      return nullptr;
-    }
+    CUevent const e = pooled_fence(stream);
+    if (e == nullptr) { return nullptr; }
     try {
       return std::make_shared<cross_lane_fence>(e, &events_);
     } catch (...) {
@@ -574,13 +588,8 @@ class segment_cache_state {
   {
     if (++l.since_fence < lane_fence_interval(l.frees, options_.fence_interval)) { return; }
     if (!fences_available()) { return; }
-    CUevent const spare = events_.take(primary_);
-    CUevent const e =
-      record_lasting_fence(stream, primary_, reinterpret_cast<cudaStream_t>(relay_), spare);
-    if (e == nullptr) {
-      events_.give(spare);
-      return;
-    }
+    CUevent const e = pooled_fence(stream);
+    if (e == nullptr) { return; }
     events_.give(l.fence);  // nothing waits on the lane's older fence again
     l.fence       = e;
     l.fenced      = l.frees;
@@ -680,10 +689,10 @@ class segment_cache_state {
   int const device_;
   CUcontext primary_{};
   CUstream relay_{};
-  fence_event_pool events_;  ///< spare events of `primary_`; outlives the fences that use it
+  fence_event_pool events_;  ///< spare events of `primary_`, under `mutex`; outlives their fences
   std::unordered_map<std::uint64_t, cache_lane> lanes_;
-  std::unordered_map<std::uintptr_t, cache_block*> live_;
-  std::unordered_map<std::uintptr_t, cache_block*>::node_type spare_live_;  ///< see forget_live
+  live_map live_;
+  live_map::node_type spare_live_;  ///< see forget_live
   free_set::node_type spare_node_;  ///< a free-set node kept for the next listing
   static constexpr std::size_t max_spare_blocks = 4096;
   cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
@@ -833,13 +842,13 @@ class segment_cache_adaptor
     detail::graph_free* in_graph = nullptr;
     {
       std::lock_guard const lock{st.mutex};
-      detail::cache_block* const b = st.live_block(ptr);
-      if (b != nullptr && !capture.capturing()) {
-        st.free_eager(*b, handle, lane);
+      auto const live = st.find_live(ptr);
+      if (live != st.live_end() && !capture.capturing()) {
+        st.free_eager(live, handle, lane);
         return;
       }
-      if (b != nullptr) {
-        in_graph = st.free_in_graph(*b);
+      if (live != st.live_end()) {
+        in_graph = st.free_in_graph(live);
         if (in_graph == nullptr) { return; }
       }
     }

@@ -19,25 +19,6 @@
 
 namespace rmm_next::test {
 
-/** @brief Fills `words` words at `ptr` on `stream`, checks them with a kernel: the mismatches. */
-inline unsigned long long fill_and_count_mismatches(std::uint32_t* ptr,
-                                                    std::size_t words,
-                                                    std::uint32_t seed,
-                                                    cudaStream_t stream)
-{
-  unsigned long long* d = nullptr;
-  EXPECT_EQ(cudaMallocAsync(&d, sizeof(*d), stream), cudaSuccess);
-  EXPECT_EQ(cudaMemsetAsync(d, 0, sizeof(*d), stream), cudaSuccess);
-  fill_kernel<<<grid_for(words), block_size, 0, stream>>>(ptr, words, seed);
-  count_mismatches_kernel<<<grid_for(words), block_size, 0, stream>>>(ptr, words, seed, d);
-  unsigned long long mismatches = ~0ULL;
-  EXPECT_EQ(cudaMemcpyAsync(&mismatches, d, sizeof(*d), cudaMemcpyDeviceToHost, stream),
-            cudaSuccess);
-  EXPECT_EQ(cudaFreeAsync(d, stream), cudaSuccess);
-  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  return mismatches;
-}
-
 /** @brief A device counter of mismatched words, read back after a device synchronization. */
 class mismatch_counter {
  public:
@@ -80,6 +61,25 @@ inline void check(void const* ptr,
   std::size_t const n = bytes / sizeof(std::uint32_t);
   count_mismatches_kernel<<<grid_for(n), block_size, 0, stream>>>(
     static_cast<std::uint32_t const*>(ptr), n, seed, out);
+}
+
+/** @brief Fills `words` words at `ptr` on `stream`, checks them with a kernel: the mismatches. */
+inline unsigned long long fill_and_count_mismatches(std::uint32_t* ptr,
+                                                    std::size_t words,
+                                                    std::uint32_t seed,
+                                                    cudaStream_t stream)
+{
+  unsigned long long* d = nullptr;
+  EXPECT_EQ(cudaMallocAsync(&d, sizeof(*d), stream), cudaSuccess);
+  EXPECT_EQ(cudaMemsetAsync(d, 0, sizeof(*d), stream), cudaSuccess);
+  fill(ptr, words * sizeof(std::uint32_t), seed, stream);
+  check(ptr, words * sizeof(std::uint32_t), seed, stream, d);
+  unsigned long long mismatches = ~0ULL;
+  EXPECT_EQ(cudaMemcpyAsync(&mismatches, d, sizeof(*d), cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  EXPECT_EQ(cudaFreeAsync(d, stream), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  return mismatches;
 }
 
 }  // namespace rmm_next::test

@@ -16,7 +16,6 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 /**
@@ -288,7 +287,8 @@ inline void destroy_fence_event(CUevent event) noexcept
  * @brief Spare fence events of one context, handed out again instead of made anew: making and
  * destroying an event cost the driver more than recording one. An event goes back (`give`) only
  * once nothing will wait on it again; recording it again then moves it to its new point.
- * Thread-safe; keeps at most `max_spare` events and destroys the rest.
+ * Not synchronized: its owner calls it under its own lock. Keeps at most `max_spare` events and
+ * destroys the rest.
  */
 class fence_event_pool {
  public:
@@ -307,36 +307,27 @@ class fence_event_pool {
   /** @brief A spare event, else a new one of `context` (null if the driver refused). */
   [[nodiscard]] CUevent take(CUcontext context) noexcept
   {
-    {
-      std::lock_guard const lock{mutex_};
-      if (!spare_.empty()) {
-        CUevent const e = spare_.back();
-        spare_.pop_back();
-        return e;
-      }
-    }
-    return make_fence_event(context);
+    if (spare_.empty()) { return make_fence_event(context); }
+    CUevent const e = spare_.back();
+    spare_.pop_back();
+    return e;
   }
 
   /** @brief Takes back `event` (of the pool's context; null: nothing), which no one waits on. */
   void give(CUevent event) noexcept
   {
     if (event == nullptr) { return; }
-    {
-      std::lock_guard const lock{mutex_};
-      if (spare_.size() < max_spare) {
-        try {
-          spare_.push_back(event);
-          return;
-        } catch (...) {  // out of host memory: destroyed below
-        }
+    if (spare_.size() < max_spare) {
+      try {
+        spare_.push_back(event);
+        return;
+      } catch (...) {  // out of host memory: destroyed below
       }
     }
     destroy_fence_event(event);
   }
 
  private:
-  std::mutex mutex_;
   std::vector<CUevent> spare_;
 };
 
