@@ -151,13 +151,12 @@ class segment_cache_state {
   void* take_cached(cudaStream_t stream, std::uint64_t lane, segment_cache_sizes sizes)
   {
     reclaim_graph_frees_locked();
-    auto found = lanes_.find(lane);
-    if (found == lanes_.end()) { return nullptr; }
-    auto& free = found->second.free_of(sizes.small);
-    for (auto it = free.lower_bound(free_entry{sizes.block, 0, nullptr}); it != free.end();) {
-      cache_block* const b = it->block;
-      if (!order_after_waits(stream, *b, found->second)) {
-        it      = free.erase(it);  // nothing proves its last use done: it stays out for good
+    cache_lane* const l = find_lane(lane);
+    if (l == nullptr) { return nullptr; }
+    auto& free = l->free_of(sizes.small);
+    while (cache_block* const b = free.best_fit(sizes.block)) {
+      if (!order_after_waits(stream, *b, *l)) {
+        free.erase(*b);  // nothing proves its last use done: it stays out for good
         b->free = false;
         hold(*b->segment);
         lost_bytes_ += b->size;
@@ -184,20 +183,15 @@ class segment_cache_state {
     block->segment         = segment.get();
     block->free            = true;
     segment->first         = block.get();
-    cache_lane& l          = lanes_[lane];
+    cache_lane& l          = lane_or_new(lane);
     auto& free             = l.free_of(sizes.small);
     cache_segment* const s = segment.get();
     cache_block* const b   = block.get();
     // What may throw (host memory) comes first; on a throw nothing stays linked, and the caller
     // gives the segment back.
     live_.reserve(live_.size() + 1);
-    auto const placed = segments_.emplace(s->address, std::move(segment));
-    try {
-      list_free(free, *b);
-    } catch (...) {
-      segments_.erase(placed.first);
-      throw;
-    }
+    segments_.emplace(s->address, std::move(segment));
+    free.insert(*b);
     try {
       void* const ptr = hand_out(*b, sizes, free);
       (void)block.release();  // the segment's chain owns it now
@@ -205,28 +199,26 @@ class segment_cache_state {
       ++misses_;
       return ptr;
     } catch (...) {  // hand_out changes nothing when it throws
-      unlist_free(free, *b);
+      free.erase(*b);
       segments_.erase(s->address);
       throw;
     }
   }
 
-  using live_map = std::unordered_map<std::uintptr_t, cache_block*>;
-
   /** @brief Where the live block at `ptr` is listed; `live_end()` for memory not handed out. */
-  [[nodiscard]] live_map::iterator find_live(void* ptr) noexcept
+  [[nodiscard]] std::size_t find_live(void* ptr) const noexcept
   {
     return live_.find(reinterpret_cast<std::uintptr_t>(ptr));
   }
-  [[nodiscard]] live_map::iterator live_end() noexcept { return live_.end(); }
+  [[nodiscard]] static constexpr std::size_t live_end() noexcept { return live_block_table::npos; }
 
   /**
    * @brief Frees `b` on eager `stream` of lane `lane` (0: unknown). A free on another lane than
    * its segment's is fenced at once, so that the segment's lane reuses the block only after it.
    */
-  void free_eager(live_map::iterator live, cudaStream_t stream, std::uint64_t lane) noexcept
+  void free_eager(std::size_t live, cudaStream_t stream, std::uint64_t lane) noexcept
   {
-    cache_block& b   = *live->second;
+    cache_block& b   = *live_.at(live);
     cache_segment& s = *b.segment;
     std::shared_ptr<cross_lane_fence> wait;
     if (lane != s.lane) {
@@ -273,9 +265,9 @@ class segment_cache_state {
    * capture): the block is lost (`lost_bytes`) and its segment stays until the adaptor goes.
    * @return The data of the graph's host node, to hand to `call_in_graph` without the lock.
    */
-  graph_free* free_in_graph(live_map::iterator live) noexcept
+  graph_free* free_in_graph(std::size_t live) noexcept
   {
-    cache_block& b   = *live->second;
+    cache_block& b   = *live_.at(live);
     graph_free* data = nullptr;
     try {
       if (!graph_frees_) { graph_frees_ = std::make_shared<graph_frees>(); }
@@ -375,7 +367,7 @@ class segment_cache_state {
   }
 
   /** @brief Splits what `b` (free, in `free`) does not need off, and hands `b` out. */
-  void* hand_out(cache_block& b, segment_cache_sizes sizes, free_set& free)
+  void* hand_out(cache_block& b, segment_cache_sizes sizes, free_bins& free)
   {
     std::size_t const rest = b.size - sizes.block;
     bool const split  = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
@@ -390,19 +382,20 @@ class segment_cache_state {
         tail->free    = true;
         tail->waits   = b.waits;
       }
-      remember_live(b);
+      live_.reserve(live_.size() + 1);
     } catch (...) {
       if (tail != nullptr) { recycle_block(tail); }
       throw;
     }
-    unlist_free(free, b);  // leaves a spare node, so that listing the tail cannot throw
+    live_.insert(&b);
+    free.erase(b);
     if (tail != nullptr) {
       b.size     = sizes.block;
       tail->prev = &b;
       tail->next = b.next;
       if (b.next != nullptr) { b.next->prev = tail; }
       b.next = tail;
-      list_free(free, *tail);
+      free.insert(*tail);
     }
     b.free = false;
     hold(*b.segment);
@@ -422,47 +415,10 @@ class segment_cache_state {
   }
 
   /** @brief The block at `live` leaves the live set; its segment counts it until it is free. */
-  void forget_live(live_map::iterator live) noexcept
+  void forget_live(std::size_t live) noexcept
   {
-    live_bytes_ -= live->second->size;
-    auto node = live_.extract(live);
-    if (spare_live_.empty()) { spare_live_ = std::move(node); }  // the next hand_out's entry
-  }
-
-  /** @brief `b` joins the live set (a spare entry when there is one: no host allocation). */
-  void remember_live(cache_block& b)
-  {
-    if (spare_live_.empty()) {
-      live_.emplace(b.address, &b);
-      return;
-    }
-    spare_live_.key()    = b.address;
-    spare_live_.mapped() = &b;
-    live_.insert(std::move(spare_live_));
-  }
-
-  /**
-   * @brief Lists free `b` in `free`, in the node a removal left when there is one (then nothing
-   * can throw). @throws std::bad_alloc when no node is spare and none can be made.
-   */
-  void list_free(free_set& free, cache_block& b)
-  {
-    if (spare_node_.empty()) {
-      b.where = free.insert(free_entry{b.size, b.address, &b}).first;
-      return;
-    }
-    spare_node_.value() = free_entry{b.size, b.address, &b};
-    b.where             = free.insert(std::move(spare_node_)).position;
-  }
-
-  /** @brief Takes `b` out of `free` (where it is listed), keeping its node for the next listing. */
-  void unlist_free(free_set& free, cache_block& b) noexcept
-  {
-    if (spare_node_.empty()) {
-      spare_node_ = free.extract(b.where);
-    } else {
-      free.erase(b.where);
-    }
+    live_bytes_ -= live_.at(live)->size;
+    live_.erase(live);
   }
 
   /** @brief A block object, recycled when one is spare. @throws std::bad_alloc */
@@ -501,21 +457,15 @@ class segment_cache_state {
     cache_block* at = &b;
     at->free        = true;
     if (cache_block* p = at->prev; p != nullptr && p->free) {
-      unlist_free(free, *p);
+      free.erase(*p);
       merge_into(*p, *at);
       at = p;
     }
     if (cache_block* n = at->next; n != nullptr && n->free) {
-      unlist_free(free, *n);
+      free.erase(*n);
       merge_into(*at, *n);
     }
-    try {
-      list_free(free, *at);
-    } catch (...) {  // out of host memory: the block stays out of every list, and held
-      at->free = false;
-      lost_bytes_ += at->size;
-      return;
-    }
+    free.insert(*at);
     --at->segment->live;
   }
 
@@ -551,10 +501,31 @@ class segment_cache_state {
   cache_lane* lane_of(std::uint64_t lane) noexcept
   {
     try {
-      return &lanes_[lane];
+      return &lane_or_new(lane);
     } catch (...) {
       return nullptr;
     }
+  }
+
+  /** @brief The lane of id `lane`, or nullptr: the last one asked for without a lookup. */
+  [[nodiscard]] cache_lane* find_lane(std::uint64_t lane) noexcept
+  {
+    if (lane == recent_lane_id_ && recent_lane_ != nullptr) { return recent_lane_; }
+    auto const it = lanes_.find(lane);
+    if (it == lanes_.end()) { return nullptr; }
+    recent_lane_id_ = lane;
+    recent_lane_    = &it->second;  // lanes stay until the cache goes: the pointer stays valid
+    return recent_lane_;
+  }
+
+  /** @brief The lane of id `lane`, made if needed. @throws std::bad_alloc */
+  cache_lane& lane_or_new(std::uint64_t lane)
+  {
+    if (cache_lane* const l = find_lane(lane)) { return *l; }
+    cache_lane& made = lanes_.try_emplace(lane).first->second;
+    recent_lane_id_  = lane;
+    recent_lane_     = &made;
+    return made;
   }
 
   /** @brief `record_lasting_fence` on eager `stream` into a spare event of the pool (null:
@@ -631,7 +602,7 @@ class segment_cache_state {
       }
     }
     auto const lane = lanes_.find(s.lane);
-    if (lane != lanes_.end()) { unlist_free(lane->second.free_of(s.small), *b); }
+    if (lane != lanes_.end()) { lane->second.free_of(s.small).erase(*b); }
     idle_.erase(s.idle_position);
     s.idle = false;
     idle_bytes_ -= s.size;
@@ -691,9 +662,9 @@ class segment_cache_state {
   CUstream relay_{};
   fence_event_pool events_;  ///< spare events of `primary_`, under `mutex`; outlives their fences
   std::unordered_map<std::uint64_t, cache_lane> lanes_;
-  live_map live_;
-  live_map::node_type spare_live_;  ///< see forget_live
-  free_set::node_type spare_node_;  ///< a free-set node kept for the next listing
+  std::uint64_t recent_lane_id_{};  ///< see find_lane
+  cache_lane* recent_lane_{};
+  live_block_table live_;
   static constexpr std::size_t max_spare_blocks = 4096;
   cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
   std::size_t spare_block_count_{};

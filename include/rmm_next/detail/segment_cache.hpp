@@ -14,11 +14,12 @@
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -26,7 +27,8 @@
 /**
  * @file
  * @brief The bookkeeping behind `segment_cache_adaptor`, independent of the upstream's type:
- * segments split into blocks and coalesced again, free blocks per stream lane in best-fit order,
+ * segments split into blocks and coalesced again, free blocks per stream lane in size bins for
+ * best-fit lookups, the live blocks by address,
  * the fences that let a block or a whole segment leave its lane, and the idle segments that may
  * go back upstream. Not thread-safe: the adaptor holds its mutex around every call.
  */
@@ -68,23 +70,25 @@ struct cross_lane_fence {
 struct cache_segment;
 struct cache_block;
 
-/** @brief A free block's entry in its lane's free set: the key sits in the node itself. */
-struct free_entry {
-  std::size_t size{};
-  std::uintptr_t address{};
-  cache_block* block{};
-};
+/** @brief Free blocks below this size each have a bin of their own size (512 B apart). */
+inline constexpr std::size_t exact_free_bins = small_request_limit / segment_cache_granule;
+/** @brief Above it, sixteen bins split each power of two. */
+inline constexpr unsigned free_bins_per_octave = 16;
 
-/** @brief Best fit first: the smallest block, then the lowest address. */
-struct by_size {
-  bool operator()(free_entry const& a, free_entry const& b) const noexcept
-  {
-    return a.size != b.size ? a.size < b.size : a.address < b.address;
-  }
-};
-
-/** @brief A lane's free blocks of one kind (small or large), best fit first. */
-using free_set = std::set<free_entry, by_size>;
+/**
+ * @brief The bin of a free block of `size` bytes (a multiple of the granule): its own size below
+ * 1 MiB, one sixteenth of a power of two above. A higher bin holds only larger blocks.
+ */
+constexpr std::size_t free_bin_of(std::size_t size) noexcept
+{
+  std::size_t const granules = size / segment_cache_granule;
+  if (granules < exact_free_bins) { return granules; }
+  constexpr auto first_octave =
+    static_cast<unsigned>(std::bit_width(exact_free_bins)) - 1;  // 1 MiB
+  unsigned const octave  = static_cast<unsigned>(std::bit_width(granules)) - 1;
+  std::size_t const step = (granules >> (octave - 4)) & (free_bins_per_octave - 1);
+  return exact_free_bins + (octave - first_octave) * free_bins_per_octave + step;
+}
 
 /** @brief A piece of a segment, live or free; neighbours in address order. */
 struct cache_block {
@@ -94,9 +98,218 @@ struct cache_block {
   cache_block* prev{};
   cache_block* next{};
   bool free{false};
-  free_set::iterator where{};  ///< its place in its lane's free set, while it is listed there
+  std::uint32_t bin{};      ///< its bin in its lane's free bins, while it is listed there
+  cache_block* bin_prev{};  ///< its neighbours in that bin
+  cache_block* bin_next{};
   /** @brief Frees on other lanes this free block's reuse must wait for. */
   std::vector<std::shared_ptr<cross_lane_fence>> waits;
+};
+
+/**
+ * @brief A lane's free blocks of one kind (small or large), for best-fit lookups without a search
+ * tree: a list per bin (`free_bin_of`) and a two-level bitmap of the bins that hold a block.
+ * Listing and unlisting are a few pointer writes and never allocate. `best_fit` returns the
+ * smallest block that fits; among blocks of one size, in a bin of one size the one listed last,
+ * in a bin of a size range the lowest address. The bins covered are `[first, last]`: the small
+ * blocks' (up to a 2 MiB segment) or the large ones' (above 1 MiB); a block outside them sits in
+ * the nearest bin, which is searched by size.
+ */
+class free_bins {
+ public:
+  /** @throws std::bad_alloc */
+  free_bins(std::size_t first, std::size_t last)
+    : first_{first},
+      count_{last - first + 1},
+      heads_{std::make_unique<cache_block*[]>(count_)},
+      words_{std::make_unique<std::uint64_t[]>((count_ + 63) / 64)}
+  {
+  }
+
+  /** @brief Lists free `b` (listed nowhere). */
+  void insert(cache_block& b) noexcept
+  {
+    std::size_t const i = index_of(b.size);
+    b.bin               = static_cast<std::uint32_t>(i);
+    b.bin_prev          = nullptr;
+    b.bin_next          = heads_[i];
+    if (b.bin_next != nullptr) { b.bin_next->bin_prev = &b; }
+    heads_[i] = &b;
+    words_[i / 64] |= std::uint64_t{1} << (i % 64);
+    summary_ |= std::uint64_t{1} << (i / 64);
+  }
+
+  /** @brief Unlists `b` (listed here). */
+  void erase(cache_block& b) noexcept
+  {
+    std::size_t const i = b.bin;
+    if (b.bin_prev != nullptr) {
+      b.bin_prev->bin_next = b.bin_next;
+    } else {
+      heads_[i] = b.bin_next;
+    }
+    if (b.bin_next != nullptr) { b.bin_next->bin_prev = b.bin_prev; }
+    b.bin_prev = nullptr;
+    b.bin_next = nullptr;
+    if (heads_[i] == nullptr && (words_[i / 64] &= ~(std::uint64_t{1} << (i % 64))) == 0) {
+      summary_ &= ~(std::uint64_t{1} << (i / 64));
+    }
+  }
+
+  /** @brief The smallest listed block of `size` bytes or more (see the class), or nullptr. */
+  [[nodiscard]] cache_block* best_fit(std::size_t size) const noexcept
+  {
+    std::size_t const i = index_of(size);
+    if (heads_[i] != nullptr) {
+      if (one_size(i)) { return heads_[i]; }
+      if (cache_block* b = smallest_in(i, size)) { return b; }
+    }
+    std::size_t const j = next_listed(i + 1);
+    if (j == count_) { return nullptr; }
+    return one_size(j) ? heads_[j] : smallest_in(j, 0);
+  }
+
+ private:
+  [[nodiscard]] std::size_t index_of(std::size_t size) const noexcept
+  {
+    std::size_t const bin = free_bin_of(size);
+    return bin < first_ ? 0 : std::min(bin - first_, count_ - 1);
+  }
+
+  /** @brief True when every block bin `i` can hold has one size. */
+  [[nodiscard]] bool one_size(std::size_t i) const noexcept
+  {
+    return i != 0 && i != count_ - 1 && first_ + i < exact_free_bins;
+  }
+
+  /** @brief The smallest block of bin `i` of `size` bytes or more, the lowest address first. */
+  [[nodiscard]] cache_block* smallest_in(std::size_t i, std::size_t size) const noexcept
+  {
+    cache_block* best = nullptr;
+    for (cache_block* b = heads_[i]; b != nullptr; b = b->bin_next) {
+      if (b->size >= size && (best == nullptr || b->size < best->size ||
+                              (b->size == best->size && b->address < best->address))) {
+        best = b;
+      }
+    }
+    return best;
+  }
+
+  /** @brief The first bin from `i` on that holds a block; `count_` when none does. */
+  [[nodiscard]] std::size_t next_listed(std::size_t i) const noexcept
+  {
+    if (i >= count_) { return count_; }
+    std::size_t word = i / 64;
+    if (std::uint64_t const bits = words_[word] & (~std::uint64_t{0} << (i % 64)); bits != 0) {
+      return word * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+    }
+    std::uint64_t const later = word + 1 < 64 ? summary_ & (~std::uint64_t{0} << (word + 1)) : 0;
+    if (later == 0) { return count_; }
+    word = static_cast<std::size_t>(std::countr_zero(later));
+    return word * 64 + static_cast<std::size_t>(std::countr_zero(words_[word]));
+  }
+
+  std::size_t first_;
+  std::size_t count_;
+  std::unique_ptr<cache_block*[]> heads_;
+  std::unique_ptr<std::uint64_t[]> words_;
+  std::uint64_t summary_{};  ///< bit w: word w of `words_` is not 0
+};
+
+/** @brief The bins of small blocks: every size up to a small segment's. */
+inline free_bins small_free_bins() { return free_bins{1, free_bin_of(small_segment_bytes)}; }
+
+/** @brief The bins of large blocks: above 1 MiB, which the small bins do not hold. */
+inline free_bins large_free_bins()
+{
+  return free_bins{exact_free_bins, free_bin_of(~(segment_cache_granule - 1))};
+}
+
+/**
+ * @brief The live blocks by address: an open-addressing table (linear probing, removal by
+ * shifting back), so that a free finds its block in a load or two. `reserve` may allocate;
+ * `insert` after it, `find` and `erase` never do.
+ */
+class live_block_table {
+ public:
+  static constexpr std::size_t npos = ~std::size_t{0};
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+  /** @brief Room for `n` blocks without growing. @throws std::bad_alloc */
+  void reserve(std::size_t n)
+  {
+    if (n * 2 <= capacity_) { return; }
+    std::size_t capacity = capacity_ == 0 ? 64 : capacity_;
+    while (n * 2 > capacity) {
+      capacity *= 2;
+    }
+    auto grown = std::make_unique<cache_block*[]>(capacity);
+    std::swap(grown, slots_);
+    std::size_t const old_capacity = capacity_;
+    capacity_                      = capacity;
+    shift_                         = 64 - static_cast<unsigned>(std::countr_zero(capacity));
+    for (std::size_t i = 0; i < old_capacity; ++i) {
+      if (grown[i] != nullptr) { place(grown[i]); }
+    }
+  }
+
+  /** @brief Adds live `b` (its address not listed yet); needs the room `reserve` made. */
+  void insert(cache_block* b) noexcept
+  {
+    place(b);
+    ++size_;
+  }
+
+  /** @brief The slot of the block at `address`, or `npos`. */
+  [[nodiscard]] std::size_t find(std::uintptr_t address) const noexcept
+  {
+    if (capacity_ == 0) { return npos; }
+    for (std::size_t i = home(address);; i = (i + 1) & (capacity_ - 1)) {
+      cache_block* const b = slots_[i];
+      if (b == nullptr) { return npos; }
+      if (b->address == address) { return i; }
+    }
+  }
+
+  [[nodiscard]] cache_block* at(std::size_t slot) const noexcept { return slots_[slot]; }
+
+  /** @brief Removes the block in `slot`, moving later ones of its run back into the gap. */
+  void erase(std::size_t slot) noexcept
+  {
+    std::size_t const mask = capacity_ - 1;
+    std::size_t gap        = slot;
+    for (std::size_t i = (gap + 1) & mask; slots_[i] != nullptr; i = (i + 1) & mask) {
+      // The entry at i moves into the gap unless its home lies after the gap (cyclically).
+      std::size_t const h = home(slots_[i]->address);
+      if (((i - h) & mask) >= ((i - gap) & mask)) {
+        slots_[gap] = slots_[i];
+        gap         = i;
+      }
+    }
+    slots_[gap] = nullptr;
+    --size_;
+  }
+
+ private:
+  [[nodiscard]] std::size_t home(std::uintptr_t address) const noexcept
+  {
+    return static_cast<std::size_t>(
+      ((address / segment_cache_granule) * std::uint64_t{0x9E3779B97F4A7C15}) >> shift_);
+  }
+
+  void place(cache_block* b) noexcept
+  {
+    std::size_t i = home(b->address);
+    while (slots_[i] != nullptr) {
+      i = (i + 1) & (capacity_ - 1);
+    }
+    slots_[i] = b;
+  }
+
+  std::unique_ptr<cache_block*[]> slots_;
+  std::size_t capacity_{};
+  std::size_t size_{};
+  unsigned shift_{64};
 };
 
 /** @brief One allocation from the upstream, split into blocks. */
@@ -118,8 +331,8 @@ struct cache_segment {
  * the lane may be reused on it at once (stream order); they leave it only behind its fence.
  */
 struct cache_lane {
-  free_set small_free;
-  free_set large_free;
+  free_bins small_free{small_free_bins()};
+  free_bins large_free{large_free_bins()};
   CUevent fence{};
   std::uint64_t frees{};   ///< frees on the lane so far (its free serial)
   std::uint64_t fenced{};  ///< the frees `fence` comes after
@@ -132,7 +345,7 @@ struct cache_lane {
   cache_lane& operator=(cache_lane&&)      = delete;
   ~cache_lane() { destroy_fence_event(fence); }
 
-  [[nodiscard]] free_set& free_of(bool small) noexcept { return small ? small_free : large_free; }
+  [[nodiscard]] free_bins& free_of(bool small) noexcept { return small ? small_free : large_free; }
 };
 
 /** @brief How many bytes a request of `bytes` takes (0: none fits), and its segment's size. */
