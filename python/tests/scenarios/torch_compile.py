@@ -5,14 +5,16 @@
     torch_compile.py ROUTE      (use: rmm_next.torch.use(); mem_pool: the model and its inputs
                                  made inside torch.cuda.use_mem_pool(rmm_next.torch.mem_pool()),
                                  the compiled calls beside it; mem_pool_inside: the compiled calls
-                                 inside it too, where the graph trees' own pool competes with it)
+                                 inside it too, where the graph trees' own pool competes with it;
+                                 native: PyTorch's own allocator, nothing of rmm-next)
 
 Prints whether the compiled model ran, its largest difference from eager execution, the error it
-raised if any, and inductor's count of skipped CUDA graphs.
+raised if any (and the last lines of its traceback), and inductor's count of skipped CUDA graphs.
 """
 
 import contextlib
 import sys
+import traceback
 
 import torch
 from torch import nn
@@ -55,6 +57,7 @@ with torch.no_grad(), calls():
     except Exception as e:  # noqa: BLE001 - reported to the test
         result["ran"] = False
         result["error"] = f"{type(e).__name__}: {e}"[:1000]
+        result["traceback"] = traceback.format_exc()[-3000:]
 
 from torch._dynamo.utils import counters  # noqa: E402
 
