@@ -188,8 +188,7 @@ class segment_cache_state {
     cache_segment* const s = segment.get();
     cache_block* const b   = block.get();
     // What may throw (host memory) comes first; on a throw nothing stays linked, and the caller
-    // gives the segment back.
-    live_.reserve(live_.size() + 1);
+    // gives the segment back. hand_out makes the live table's room itself.
     segments_.emplace(s->address, std::move(segment));
     free.insert(*b);
     try {

@@ -111,8 +111,8 @@ struct cache_block {
  * Listing and unlisting are a few pointer writes and never allocate. `best_fit` returns the
  * smallest block that fits; among blocks of one size, in a bin of one size the one listed last,
  * in a bin of a size range the lowest address. The bins covered are `[first, last]`: the small
- * blocks' (up to a 2 MiB segment) or the large ones' (above 1 MiB); a block outside them sits in
- * the nearest bin, which is searched by size.
+ * blocks' (one granule up to a 2 MiB segment) or the large ones' (above 1 MiB). A size past the
+ * last is looked up in the last bin, a range searched by size; none is below the first.
  */
 class free_bins {
  public:
@@ -150,9 +150,9 @@ class free_bins {
     if (b.bin_next != nullptr) { b.bin_next->bin_prev = b.bin_prev; }
     b.bin_prev = nullptr;
     b.bin_next = nullptr;
-    if (heads_[i] == nullptr && (words_[i / 64] &= ~(std::uint64_t{1} << (i % 64))) == 0) {
-      summary_ &= ~(std::uint64_t{1} << (i / 64));
-    }
+    if (heads_[i] != nullptr) { return; }
+    words_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+    if (words_[i / 64] == 0) { summary_ &= ~(std::uint64_t{1} << (i / 64)); }
   }
 
   /** @brief The smallest listed block of `size` bytes or more (see the class), or nullptr. */
@@ -175,11 +175,8 @@ class free_bins {
     return bin < first_ ? 0 : std::min(bin - first_, count_ - 1);
   }
 
-  /** @brief True when every block bin `i` can hold has one size. */
-  [[nodiscard]] bool one_size(std::size_t i) const noexcept
-  {
-    return i != 0 && i != count_ - 1 && first_ + i < exact_free_bins;
-  }
+  /** @brief True when every block bin `i` holds has one size. */
+  [[nodiscard]] bool one_size(std::size_t i) const noexcept { return first_ + i < exact_free_bins; }
 
   /** @brief The smallest block of bin `i` of `size` bytes or more, the lowest address first. */
   [[nodiscard]] cache_block* smallest_in(std::size_t i, std::size_t size) const noexcept
