@@ -366,6 +366,71 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   EXPECT_GT(ops["capture"], 0);
 }
 
+// A stream destroyed while its work still uses a freed block, and another made at its handle: the
+// thread whose last lane answer was the old stream's frees a block of the old stream there, so its
+// lane hint names the old stream. The new stream's order proves nothing of the old one's later
+// work: no fence of the old lane and no segment given back on the new stream may follow from that
+// free, and the block the old stream still uses is not handed out again before that use is done.
+TEST(SegmentCacheModel, AStreamMadeAtADestroyedStreamsHandleProvesNothingOfItsWork)
+{
+  model_pool pool{std::size_t{64} << 20};
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes    = 0;  // an idle segment goes back at once
+  options.max_idle_fraction = 0.0;
+  rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, options};
+  model::worker thread{0};
+  model::stream* old = nullptr;
+  {
+    std::lock_guard lock{the().mutex};
+    old = the().create_stream(0, false, false);
+  }
+  cudaStream_t const handle = reinterpret_cast<cudaStream_t>(old);
+  cuda::stream_ref const stream{handle};
+  std::size_t constexpr bytes = 4096;
+  void* x                     = nullptr;
+  void* z                     = nullptr;
+  model::vclock z_use;
+  model::stream* made = nullptr;
+  thread.call([&] {
+    x = cache.allocate(stream, bytes);
+    z = cache.allocate(stream, bytes);  // the same segment
+    CUevent x_done{};
+    {
+      std::lock_guard lock{the().mutex};
+      model::as_user const user;
+      model::enqueue(*old);  // a kernel uses x
+      model::event_create(&x_done, 0);
+      model::event_record(x_done, reinterpret_cast<CUstream>(handle));
+      model::enqueue(*old);  // a later kernel uses z
+      z_use = old->clock;
+    }
+    cache.deallocate(stream, z, bytes);  // on its own stream, the kernel pending
+    {
+      std::lock_guard lock{the().mutex};
+      model::as_user const user;
+      model::stream_destroy(reinterpret_cast<CUstream>(handle));
+      made = the().remake_stream(*old, 0, false);
+      // The user orders x's free after x's use, and after nothing else of the old stream.
+      model::stream_wait_event(reinterpret_cast<CUstream>(handle), x_done, 0);
+      model::event_destroy(x_done);
+    }
+    cache.deallocate(stream, x, bytes);
+    // A segment for the new stream: the pool hands out again what went back to it.
+    auto const p = reinterpret_cast<std::uintptr_t>(cache.allocate(stream, bytes));
+    auto const a = reinterpret_cast<std::uintptr_t>(z);
+    std::lock_guard lock{the().mutex};
+    if (p <= a && a < p + (std::size_t{2} << 20) &&
+        !model::covers(model::done_before(*made), z_use)) {
+      the().violation("a block the destroyed stream still used was handed out on the new stream");
+    }
+    cache.deallocate(stream, reinterpret_cast<void*>(p), bytes);
+  });
+  rmm_next::segment_cache_statistics const st = cache.statistics();
+  EXPECT_EQ(st.live_bytes, 0u);
+  EXPECT_GT(st.segments, 0u);  // the old stream's segment stays: nothing proves it free
+  model::report_violations(0);
+}
+
 // PyTorch's two threads on the legacy stream: the main thread allocates, the autograd thread frees
 // half, and both allocate again from what the other freed. One lane: after a trim on stream 0
 // from either thread nothing idle stays, proven or not, and the pool holds nothing more.

@@ -30,7 +30,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -214,8 +213,13 @@ class segment_cache_state {
   /**
    * @brief Frees `b` on eager `stream` of lane `lane` (0: unknown). A free on another lane than
    * its segment's is fenced at once, so that the segment's lane reuses the block only after it.
+   * `lane` may be a hint (`stream_lane_hint`) unless `confirmed`: it is confirmed before a fence
+   * of the lane is recorded on `stream`, or a segment given back on it.
    */
-  void free_eager(std::size_t live, cudaStream_t stream, std::uint64_t lane) noexcept
+  void free_eager(std::size_t live,
+                  cudaStream_t stream,
+                  std::uint64_t lane,
+                  bool confirmed) noexcept
   {
     cache_block& b   = *live_.at(live);
     cache_segment& s = *b.segment;
@@ -249,10 +253,12 @@ class segment_cache_state {
     // leaves the lane; one from elsewhere carries its own fence.
     if (lane == s.lane) { s.last_free = ++l->frees; }
     put_free(b, *l);
-    if (lane == s.lane) { maybe_fence(*l, stream); }
+    if (lane == s.lane) { maybe_fence(*l, stream, lane, confirmed); }
     if (s.live == 0) { becomes_idle(s); }
+    if (idle_bytes_ <= options_.max_idle_bytes) { return; }  // within every bound
     if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
-      release_idle_locked(stream, lane, bound);
+      confirmed = confirmed || stream_lane_confirms(stream, lane);
+      release_idle_locked(stream, confirmed ? lane : 0, bound);
     }
   }
 
@@ -292,11 +298,11 @@ class segment_cache_state {
                                   std::size_t keep) noexcept
   {
     std::size_t released = 0;
-    for (auto it = idle_.begin(); it != idle_.end() && idle_bytes_ > keep;) {
-      cache_segment* const s = *it;
-      ++it;
-      std::size_t const size = s->size;  // `s` is gone once given back
+    for (cache_segment* s = idle_.oldest(); s != nullptr && idle_bytes_ > keep;) {
+      cache_segment* const next = s->idle_next;
+      std::size_t const size    = s->size;  // `s` is gone once given back
       if (give_back(*s, s->lane == lane && lane != 0, stream)) { released += size; }
+      s = next;
     }
     return released;
   }
@@ -325,7 +331,7 @@ class segment_cache_state {
   [[nodiscard]] segment_cache_statistics statistics_locked() const noexcept
   {
     std::uint64_t unproven = 0;
-    for (cache_segment const* s : idle_) {
+    for (cache_segment const* s = idle_.oldest(); s != nullptr; s = s->idle_next) {
       unproven += provable(*s) ? 0 : s->size;
     }
     return {hits_,
@@ -407,8 +413,7 @@ class segment_cache_state {
   void hold(cache_segment& s) noexcept
   {
     if (s.live++ == 0 && s.idle) {
-      idle_.erase(s.idle_position);
-      s.idle = false;
+      idle_.erase(s);
       idle_bytes_ -= s.size;
     }
   }
@@ -486,13 +491,7 @@ class segment_cache_state {
 
   void becomes_idle(cache_segment& s) noexcept
   {
-    try {
-      idle_.push_back(&s);
-    } catch (...) {  // NOLINT(bugprone-empty-catch): out of host memory: it stays, not idle-listed
-      return;
-    }
-    s.idle_position = std::prev(idle_.end());
-    s.idle          = true;
+    idle_.push_back(s);
     idle_bytes_ += s.size;
   }
 
@@ -553,11 +552,17 @@ class segment_cache_state {
     }
   }
 
-  /** @brief Fences `l` on `stream` (a call on it now) when its interval has passed. */
-  void maybe_fence(cache_lane& l, cudaStream_t stream) noexcept
+  /**
+   * @brief Fences `l` on `stream` (a call on it now, of lane `lane`, a hint unless `confirmed`)
+   * when its interval has passed.
+   */
+  void maybe_fence(cache_lane& l, cudaStream_t stream, std::uint64_t lane, bool confirmed) noexcept
   {
     if (++l.since_fence < lane_fence_interval(l.frees, options_.fence_interval)) { return; }
     if (!fences_available()) { return; }
+    // A stream made at a destroyed stream's handle is not its lane: its fence proves nothing of
+    // the lane's work.
+    if (!confirmed && !stream_lane_confirms(stream, lane)) { return; }
     CUevent const e = pooled_fence(stream);
     if (e == nullptr) { return; }
     events_.give(l.fence);  // nothing waits on the lane's older fence again
@@ -602,8 +607,7 @@ class segment_cache_state {
     }
     auto const lane = lanes_.find(s.lane);
     if (lane != lanes_.end()) { lane->second.free_of(s.small).erase(*b); }
-    idle_.erase(s.idle_position);
-    s.idle = false;
+    idle_.erase(s);
     idle_bytes_ -= s.size;
     segment_bytes_ -= s.size;
     ++released_segments_;
@@ -668,7 +672,7 @@ class segment_cache_state {
   cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
   std::size_t spare_block_count_{};
   std::unordered_map<std::uintptr_t, std::unique_ptr<cache_segment>> segments_;
-  std::list<cache_segment*> idle_;
+  idle_segments idle_;
   std::shared_ptr<graph_frees> graph_frees_;
   std::unordered_map<std::uintptr_t, cache_block*> in_graphs_;
   std::uint64_t hits_{}, misses_{}, released_segments_{};
@@ -807,14 +811,15 @@ class segment_cache_adaptor
       // Eager after all (the capture ended meanwhile), or the driver could not say: as captured.
       if (!capture.capturing()) { capture.status = detail::capture_status::unknown; }
     }
-    // The lane is asked before the lock (a driver call), and only of an eager stream.
-    std::uint64_t const lane     = capture.capturing() ? 0 : detail::stream_lane(handle);
+    // The lane is asked before the lock, and only of an eager stream: for a made stream this
+    // thread used last, the lane its last allocation or free confirmed, with no driver call.
+    std::uint64_t const lane     = capture.capturing() ? 0 : detail::stream_lane_hint(handle);
     detail::graph_free* in_graph = nullptr;
     {
       std::lock_guard const lock{st.mutex};
       auto const live = st.find_live(ptr);
       if (live != st.live_end() && !capture.capturing()) {
-        st.free_eager(live, handle, lane);
+        st.free_eager(live, handle, lane, detail::is_default_stream(handle));
         return;
       }
       if (live != st.live_end()) {

@@ -128,16 +128,20 @@ stream* world::create_stream(int ctx, bool blocking, bool reuse)
           legacy.begin(), legacy.end(), [&](auto const& l) { return l.second == s.get(); }) ||
         std::any_of(
           per_thread.begin(), per_thread.end(), [&](auto const& p) { return p.second == s.get(); });
-      if (!s->alive && !special) {
-        *s          = stream{};
-        s->uid      = next_uid++;
-        s->ctx      = ctx;
-        s->blocking = blocking;
-        return s.get();
-      }
+      if (!s->alive && !special) { return remake_stream(*s, ctx, blocking); }
     }
   }
   return make_stream(ctx, blocking);
+}
+
+stream* world::remake_stream(stream& dead, int ctx, bool blocking)
+{
+  if (dead.alive) { violation("the test remade a stream that is alive"); }
+  dead          = stream{};
+  dead.uid      = next_uid++;
+  dead.ctx      = ctx;
+  dead.blocking = blocking;
+  return &dead;
 }
 
 int world::create_context(int device)

@@ -153,6 +153,8 @@ struct world {
   stream* make_stream(int ctx, bool blocking);
   /** A new regular stream, taking a destroyed stream's handle when `reuse` finds one. */
   stream* create_stream(int ctx, bool blocking, bool reuse);
+  /** A new regular stream of `ctx` at the handle of `dead`, a destroyed stream: a new uid. */
+  stream* remake_stream(stream& dead, int ctx, bool blocking);
   /** A new context of `device` (as cuCtxCreate), never at a destroyed one's index. */
   int create_context(int device);
   /**

@@ -31,7 +31,8 @@ namespace detail {
 /** @brief True for the alignments the async resources accept: powers of two up to 256. */
 constexpr bool is_valid_alignment(std::size_t alignment) noexcept
 {
-  return std::has_single_bit(alignment) && alignment <= default_alignment;
+  // A power of two: one bit set (a bit trick, where std::has_single_bit may be a library call).
+  return alignment != 0 && (alignment & (alignment - 1)) == 0 && alignment <= default_alignment;
 }
 
 /**

@@ -18,7 +18,6 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -319,7 +318,46 @@ struct cache_segment {
   std::size_t live{};         ///< live blocks; 0: idle
   cache_block* first{};
   bool idle{false};
-  std::list<cache_segment*>::iterator idle_position{};  ///< in the idle list, when `idle`
+  cache_segment* idle_prev{};  ///< its neighbours in the idle list, when `idle`
+  cache_segment* idle_next{};
+};
+
+/**
+ * @brief The idle segments, oldest first: a list through the segments themselves, so that a
+ * segment becomes idle and busy again without a host allocation.
+ */
+class idle_segments {
+ public:
+  /** @brief Appends `s` (not listed) as the newest. */
+  void push_back(cache_segment& s) noexcept
+  {
+    s.idle      = true;
+    s.idle_prev = newest_;
+    s.idle_next = nullptr;
+    if (newest_ != nullptr) {
+      newest_->idle_next = &s;
+    } else {
+      oldest_ = &s;
+    }
+    newest_ = &s;
+  }
+
+  /** @brief Unlists `s` (listed). */
+  void erase(cache_segment& s) noexcept
+  {
+    (s.idle_prev != nullptr ? s.idle_prev->idle_next : oldest_) = s.idle_next;
+    (s.idle_next != nullptr ? s.idle_next->idle_prev : newest_) = s.idle_prev;
+    s.idle                                                      = false;
+    s.idle_prev                                                 = nullptr;
+    s.idle_next                                                 = nullptr;
+  }
+
+  /** @brief The oldest idle segment, or nullptr; `->idle_next` is the next one. */
+  [[nodiscard]] cache_segment* oldest() const noexcept { return oldest_; }
+
+ private:
+  cache_segment* oldest_{};
+  cache_segment* newest_{};
 };
 
 /**

@@ -75,6 +75,19 @@ namespace detail {
   return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
 }
 
+/** @brief A made stream's handle and the lane `stream_lane` last answered for it on a thread. */
+struct recent_lane {
+  cudaStream_t handle{};
+  std::uint64_t lane{0};
+};
+
+/** @brief This thread's last answer of `stream_lane` for a made stream (see `stream_lane_hint`). */
+[[gnu::always_inline]] inline recent_lane& recent_stream_lane() noexcept
+{
+  thread_local recent_lane last{};
+  return last;
+}
+
 /**
  * @brief What orders work queued on eager `stream` from the calling thread: equal lanes are one
  * stream, whose later events cover its earlier ones. The stream's unique id for a stream the
@@ -116,7 +129,34 @@ inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
     }
     return (std::uint64_t{1} << 63) | (serial << 1);
   }
-  return stream_id(stream);
+  std::uint64_t const id = stream_id(stream);
+  if (id != 0) { recent_stream_lane() = {stream, id}; }
+  return id;
+}
+
+/**
+ * @brief The lane `stream_lane` last answered on this thread, for eager `stream`, without asking
+ * the driver again when `stream` is the handle it answered for; otherwise `stream_lane(stream)`.
+ *
+ * A hint, not an identity: the stream it names may have been destroyed since and another made at
+ * its handle. A lane read from it may pick which free list a block joins, or decide that a free
+ * needs a fence of its own (a fence recorded on `stream` orders what `stream` did, whatever its
+ * lane), but nothing that claims the lane's earlier work done: a fence of the lane, or a segment
+ * given back on `stream` as its lane's. Those ask `stream_lane` first (`stream_lane_confirms`).
+ */
+inline std::uint64_t stream_lane_hint(cudaStream_t stream) noexcept
+{
+  if (is_default_stream(stream)) { return stream_lane(stream); }  // already answered per thread
+  if (recent_lane const& r = recent_stream_lane(); r.handle == stream && r.lane != 0) {
+    return r.lane;
+  }
+  return stream_lane(stream);
+}
+
+/** @brief True when eager `stream` is lane `lane` now: a `stream_lane_hint` confirmed. */
+inline bool stream_lane_confirms(cudaStream_t stream, std::uint64_t lane) noexcept
+{
+  return lane != 0 && stream_lane(stream) == lane;
 }
 
 /**
