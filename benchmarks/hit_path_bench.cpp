@@ -1,0 +1,120 @@
+/*
+ * SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
+ * SPDX-License-Identifier: Apache-2.0
+ */
+
+// What a cache hit is made of: each piece of the segment cache's and the thread cache's hot path
+// timed alone, on one thread, beside the whole pair, in one program, so that their sum can be read
+// against the pair. Real time per call (per pair for the pairs):
+//
+//   hit_path/is_capturing/<stream>      stream_is_eager (cuStreamIsCapturing)
+//   hit_path/stream_lane/<stream>       stream_lane: cuStreamGetId for a made stream; a
+//                                       thread-local read for the legacy stream
+//   hit_path/mutex                      an uncontended std::mutex lock + unlock
+//   hit_path/segment_cache/<stream>     a segment_cache_adaptor pair of 4 KiB (every pair a hit)
+//   hit_path/thread_cache/<stream>      a thread_cache_adaptor pair of 4 KiB
+//   hit_path/raw_pool/<stream>          cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
+//
+// <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
+
+#include "support/bench_support.hpp"
+
+#include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/stream.hpp>
+#include <rmm_next/segment_cache_adaptor.hpp>
+#include <rmm_next/thread_cache_adaptor.hpp>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace {
+
+using namespace rmm_next_bench;
+using rmm_next::async_device_resource;
+
+constexpr std::size_t pair_bytes = 4096;
+
+/** @brief The two streams every variant runs on. */
+std::pair<char const*, cudaStream_t> const streams[] = {{"made", nullptr},
+                                                        {"legacy", cudaStreamLegacy}};
+
+cudaStream_t resolve(cudaStream_t s) { return s == nullptr ? thread_stream(0) : s; }
+
+template <class Fn>
+void register_on_streams(std::string const& what, Fn fn)
+{
+  for (auto const& [name, handle] : streams) {
+    benchmark::RegisterBenchmark(("hit_path/" + what + "/" + name).c_str(),
+                                 [fn, handle](benchmark::State& state) {
+                                   guarded(state, [&] { fn(state, resolve(handle)); });
+                                 })
+      ->UseRealTime()
+      ->Unit(benchmark::kNanosecond);
+  }
+}
+
+template <class Resource>
+void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream)
+{
+  timed_pairs(
+    state,
+    [&r](std::size_t bytes, cudaStream_t s) { wrapped_pair(r, bytes, s); },
+    pair_bytes,
+    stream);
+}
+
+void register_all()
+{
+  auto* device = shared_resource<async_device_resource>();
+  if (device == nullptr) { return; }
+  static rmm_next::segment_cache_adaptor<async_device_resource> segment_cache{*device};
+  static rmm_next::thread_cache_adaptor<async_device_resource> thread_cache{*device};
+
+  register_on_streams("is_capturing", [](benchmark::State& state, cudaStream_t s) {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(rmm_next::detail::stream_is_eager(s));
+    }
+  });
+  register_on_streams("stream_lane", [](benchmark::State& state, cudaStream_t s) {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(rmm_next::detail::stream_lane(s));
+    }
+  });
+  benchmark::RegisterBenchmark("hit_path/mutex",
+                               [](benchmark::State& state) {
+                                 static std::mutex m;
+                                 for (auto _ : state) {
+                                   m.lock();
+                                   benchmark::ClobberMemory();
+                                   m.unlock();
+                                 }
+                               })
+    ->UseRealTime()
+    ->Unit(benchmark::kNanosecond);
+  register_on_streams("segment_cache", [](benchmark::State& state, cudaStream_t s) {
+    resource_pairs(state, segment_cache, s);
+  });
+  register_on_streams("thread_cache", [](benchmark::State& state, cudaStream_t s) {
+    resource_pairs(state, thread_cache, s);
+  });
+  register_on_streams("raw_pool", [](benchmark::State& state, cudaStream_t s) {
+    int device = 0;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    cudaMemPool_t pool{};
+    check(cudaDeviceGetMemPool(&pool, device), "cudaDeviceGetMemPool");
+    timed_pairs(
+      state,
+      [pool](std::size_t bytes, cudaStream_t st) { check(raw_pair(pool, bytes, st), "raw pair"); },
+      pair_bytes,
+      s);
+  });
+}
+
+register_at_start const registration{&register_all};
+
+}  // namespace
