@@ -9,11 +9,10 @@
 //
 //   plugin_path/torch_pair/<cache>/<bytes>   <cache>: none (the device's pool), segment_cache,
 //                                            thread_cache
-//   plugin_path/raw_pool/<bytes>             cudaMallocFromPoolAsync + cudaFreeAsync on the
-//                                            current pool, for scale
 //
 // The difference between torch_pair/segment_cache and hit_path_bench's segment_cache pair is the
-// plugin's own bookkeeping (the live-pointer registry, counters, capture queries).
+// plugin's own bookkeeping (the live-pointer registry, counters, capture queries); hit_path_bench's
+// raw_pool/legacy is the driver pool's own pair, for scale.
 
 #include "support/bench_support.hpp"
 
@@ -88,25 +87,6 @@ void register_all()
         ->UseRealTime()
         ->Unit(benchmark::kNanosecond);
     }
-    benchmark::RegisterBenchmark(("plugin_path/raw_pool/" + std::to_string(bytes)).c_str(),
-                                 [bytes](benchmark::State& state) {
-                                   guarded(state, [&] {
-                                     int device = 0;
-                                     check(cudaGetDevice(&device), "cudaGetDevice");
-                                     cudaMemPool_t pool{};
-                                     check(cudaDeviceGetMemPool(&pool, device),
-                                           "cudaDeviceGetMemPool");
-                                     timed_pairs(
-                                       state,
-                                       [pool](std::size_t n, cudaStream_t s) {
-                                         check(raw_pair(pool, n, s), "raw pair");
-                                       },
-                                       bytes,
-                                       cudaStreamLegacy);
-                                   });
-                                 })
-      ->UseRealTime()
-      ->Unit(benchmark::kNanosecond);
   }
 }
 

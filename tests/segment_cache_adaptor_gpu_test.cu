@@ -302,6 +302,28 @@ TEST(SegmentCacheAdaptorGpu, TrimLeavesThePoolsUsedBytesAtTheSegmentsOfLiveBlock
   EXPECT_EQ(pool.statistics().used_bytes, 0u);
 }
 
+// Frees on the legacy stream past its last fence, then the cache goes: the legacy stream's order
+// proves them, so the pool is left with nothing of the cache's.
+TEST(SegmentCacheAdaptorGpu, DestroyingTheCacheGivesTheLegacyStreamsIdleSegmentsBack)
+{
+  CHECK_CUDA(cudaFree(nullptr));  // this thread's context current: the legacy stream has a lane
+  auto pool = owned_pool();
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the end
+  std::optional<cache> segments{std::in_place, pool, options};
+  cuda::stream_ref const legacy{cudaStreamLegacy};
+  rmm_next::segment_cache_statistics st{};
+  for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == 0); ++i) {
+    std::size_t const bytes = std::size_t{4096} << (i % 12);  // 4 KiB to 8 MiB
+    segments->deallocate(legacy, segments->allocate(legacy, bytes), bytes);
+    st = segments->statistics();
+  }
+  ASSERT_GT(st.unproven_bytes, 0u);
+  segments.reset();
+  CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+  EXPECT_EQ(pool.statistics().used_bytes, 0u);
+}
+
 TEST(SegmentCacheAdaptorGpu, SizesNearSizeMaxAndBadAlignmentsGetTypedErrorsAndTheCacheGoesOn)
 {
   stream_guard guard;

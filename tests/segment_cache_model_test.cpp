@@ -431,6 +431,34 @@ TEST(SegmentCacheModel, AStreamMadeAtADestroyedStreamsHandleProvesNothingOfItsWo
   model::report_violations(0);
 }
 
+// A cache destroyed on a thread of the legacy stream's context, after frees on that stream that no
+// fence covers yet: the legacy stream's order proves them, so their segments go back to the pool
+// instead of staying allocated from it for the rest of the process.
+TEST(SegmentCacheModel, DestroyingTheCacheGivesTheLegacyStreamsIdleSegmentsBack)
+{
+  model_pool pool{std::size_t{256} << 20};
+  model::model_pool::state& ps = pool.get();
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the end
+  auto cache = std::make_unique<rmm_next::segment_cache_adaptor<model_pool>>(pool, 0, options);
+  model::worker thread{0};
+  cuda::stream_ref const zero{cudaStream_t{}};
+  rmm_next::segment_cache_statistics st{};
+  thread.call([&] {
+    // Past the first frees, which are each fenced, until the last ones are not.
+    for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == 0); ++i) {
+      std::size_t const bytes = std::size_t{4096} << (i % 12);  // 4 KiB to 8 MiB
+      cache->deallocate(zero, cache->allocate(zero, bytes), bytes);
+      st = cache->statistics();
+    }
+  });
+  ASSERT_GT(st.unproven_bytes, 0u);
+  ASSERT_GT(ps.in_use, 0u);
+  thread.call([&] { cache.reset(); });
+  EXPECT_EQ(ps.in_use, 0u);
+  model::report_violations(0);
+}
+
 // PyTorch's two threads on the legacy stream: the main thread allocates, the autograd thread frees
 // half, and both allocate again from what the other freed. One lane: after a trim on stream 0
 // from either thread nothing idle stays, proven or not, and the pool holds nothing more.

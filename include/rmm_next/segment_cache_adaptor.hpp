@@ -116,13 +116,23 @@ class segment_cache_state {
   segment_cache_state(segment_cache_state const&)            = delete;
   segment_cache_state& operator=(segment_cache_state const&) = delete;
 
-  /** @brief Gives back every idle segment a fence proves free; the rest stays allocated. */
+  /**
+   * @brief Gives back every idle segment a fence proves free, and those of the legacy stream of
+   * the destroying thread's context on that stream (its order proves them); the rest stays
+   * allocated.
+   */
   ~segment_cache_state()
   {
     bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
     {
       std::lock_guard const lock{mutex};
-      if (!unloading) { release_idle_locked(nullptr, 0, 0); }
+      if (!unloading) {
+        // The legacy stream is one stream for every thread of a context, so it is this thread's
+        // too; a stream the program made may be gone, and is not asked.
+        bool const legacy_eager    = stream_is_eager(cudaStreamLegacy);
+        std::uint64_t const legacy = legacy_eager ? stream_lane(cudaStreamLegacy) : 0;
+        release_idle_locked(legacy != 0 ? cudaStreamLegacy : nullptr, legacy, 0);
+      }
       for (auto& [address, segment] : segments_) {
         for (cache_block* b = segment->first; b != nullptr;) {
           cache_block* const next = b->next;
