@@ -418,10 +418,12 @@ TEST(SegmentCacheModel, AStreamMadeAtADestroyedStreamsHandleProvesNothingOfItsWo
     // A segment for the new stream: the pool hands out again what went back to it.
     auto const p = reinterpret_cast<std::uintptr_t>(cache.allocate(stream, bytes));
     auto const a = reinterpret_cast<std::uintptr_t>(z);
-    std::lock_guard lock{the().mutex};
-    if (p <= a && a < p + (std::size_t{2} << 20) &&
-        !model::covers(model::done_before(*made), z_use)) {
-      the().violation("a block the destroyed stream still used was handed out on the new stream");
+    {
+      std::lock_guard lock{the().mutex};
+      if (p <= a && a < p + (std::size_t{2} << 20) &&
+          !model::covers(model::done_before(*made), z_use)) {
+        the().violation("a block the destroyed stream still used was handed out on the new stream");
+      }
     }
     cache.deallocate(stream, reinterpret_cast<void*>(p), bytes);
   });
