@@ -223,6 +223,34 @@ TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+// The same beside a capture, from a thread left in its default (global) mode: the adaptor makes
+// its own upstream calls (the misses, the segments given back) in relaxed mode, so the driver
+// refuses none of them and invalidates no capture.
+TEST_P(CaptureMode, AThreadInGlobalModeMissesAndTrimsBesideAnotherThreadsCapture)
+{
+  stream_guard streams[2];
+  cudaStream_t const capturing = streams[0];
+  cudaStream_t const mine      = streams[1];
+  cache segments{owned_pool()};
+  cudaGraph_t graph{};
+  CHECK_CUDA(cudaStreamBeginCapture(capturing, GetParam()));
+  std::thread{[&] {
+    for (int i = 0; i < 32; ++i) {
+      std::size_t const bytes = (i % 4 + 1) * MiB + (i % 3 == 0 ? 24 * MiB : 0);  // some large
+      void* p                 = segments.allocate(mine, bytes);
+      segments.deallocate(mine, p, bytes);
+    }
+    (void)segments.trim(mine);
+  }}.join();
+  cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
+  if (graph != nullptr) { CHECK_CUDA(cudaGraphDestroy(graph)); }
+  auto const st = segments.statistics();
+  EXPECT_GT(st.misses, 1u);  // upstream calls were made beside the capture
+  EXPECT_GT(st.released_segments, 0u);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryMode,
                          CaptureMode,
                          ::testing::Values(cudaStreamCaptureModeGlobal,

@@ -8,6 +8,7 @@
 
 #include <rmm_next/alignment.hpp>
 #include <rmm_next/detail/alignment_arithmetic.hpp>
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/compat_members.hpp>
 #include <rmm_next/detail/device_id.hpp>
@@ -625,6 +626,7 @@ class segment_cache_state {
     std::size_t const size       = s.size;
     delete b;
     segments_.erase(address);
+    relaxed_capture_mode const relaxed;  // see the adaptor's allocate
     stream_deallocate(upstream_,
                       cuda::stream_ref{release},
                       reinterpret_cast<void*>(address),
@@ -781,6 +783,10 @@ class segment_cache_adaptor
     auto& st = *state_;
     std::lock_guard const lock{st.mutex};
     if (void* ptr = st.take_cached(handle, lane, sizes)) { return ptr; }
+    // Every call into the upstream is made in relaxed capture mode: while another thread captures
+    // in global mode, the driver refuses a pool call from a thread in global mode, and invalidates
+    // that capture. A hit asks the driver only what any mode allows.
+    detail::relaxed_capture_mode const relaxed;
     void* segment = nullptr;
     try {
       segment = detail::stream_allocate(st.upstream(), stream, sizes.segment, default_alignment);
@@ -842,6 +848,7 @@ class segment_cache_adaptor
         handle, capture, &detail::graph_free::run, &detail::graph_free::destroy, in_graph);
       return;
     }
+    detail::relaxed_capture_mode const relaxed;  // see allocate
     detail::stream_deallocate(st.upstream(), stream, ptr, bytes, alignment);
   }
 
@@ -903,6 +910,7 @@ class segment_cache_adaptor
   void* bypass(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
   {
     state_->count_bypass();
+    detail::relaxed_capture_mode const relaxed;  // see allocate
     return detail::stream_allocate(state_->upstream(), stream, bytes, alignment);
   }
 
