@@ -193,14 +193,32 @@ TEST_P(CaptureMode, AFreeOnTheCapturingStreamLeavesTheCaptureIntact)
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
-TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
-{
+/** Two streams, the first captured in `mode` from construction until `end()`. */
+struct beside_a_capture {
   stream_guard streams[2];
   cudaStream_t const capturing = streams[0];
   cudaStream_t const mine      = streams[1];
+
+  explicit beside_a_capture(cudaStreamCaptureMode mode)
+  {
+    EXPECT_EQ(cudaStreamBeginCapture(capturing, mode), cudaSuccess);
+  }
+  /** Ends the capture and destroys its graph: the capture's status. */
+  cudaError_t end() const
+  {
+    cudaGraph_t graph{};
+    cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
+    if (graph != nullptr) { EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess); }
+    return ended;
+  }
+};
+
+TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
+{
+  beside_a_capture c{GetParam()};
+  cudaStream_t const capturing = c.capturing;
+  cudaStream_t const mine      = c.mine;
   cache segments{owned_pool()};
-  cudaGraph_t graph{};
-  CHECK_CUDA(cudaStreamBeginCapture(capturing, GetParam()));
   void* captured = segments.allocate(capturing, 8192);
   std::thread{[&] {
     // Relaxed: in the other modes, this thread's own calls are what the driver refuses.
@@ -213,9 +231,8 @@ TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
     (void)segments.trim(mine);
   }}.join();
   segments.deallocate(capturing, captured, 8192);
-  cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
+  cudaError_t const ended = c.end();
   EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
-  if (graph != nullptr) { CHECK_CUDA(cudaGraphDestroy(graph)); }
   // 1 MiB blocks share a small segment, 2 to 4 MiB ones a medium segment: two misses.
   auto const st = segments.statistics();
   EXPECT_EQ(st.misses, 2u);
@@ -228,12 +245,9 @@ TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
 // refuses none of them and invalidates no capture.
 TEST_P(CaptureMode, AThreadInGlobalModeMissesAndTrimsBesideAnotherThreadsCapture)
 {
-  stream_guard streams[2];
-  cudaStream_t const capturing = streams[0];
-  cudaStream_t const mine      = streams[1];
+  beside_a_capture c{GetParam()};
+  cudaStream_t const mine = c.mine;
   cache segments{owned_pool()};
-  cudaGraph_t graph{};
-  CHECK_CUDA(cudaStreamBeginCapture(capturing, GetParam()));
   std::thread{[&] {
     for (int i = 0; i < 32; ++i) {
       std::size_t const bytes = (i % 4 + 1) * MiB + (i % 3 == 0 ? 24 * MiB : 0);  // some large
@@ -242,9 +256,8 @@ TEST_P(CaptureMode, AThreadInGlobalModeMissesAndTrimsBesideAnotherThreadsCapture
     }
     (void)segments.trim(mine);
   }}.join();
-  cudaError_t const ended = cudaStreamEndCapture(capturing, &graph);
+  cudaError_t const ended = c.end();
   EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
-  if (graph != nullptr) { CHECK_CUDA(cudaGraphDestroy(graph)); }
   auto const st = segments.statistics();
   EXPECT_GT(st.misses, 1u);  // upstream calls were made beside the capture
   EXPECT_GT(st.released_segments, 0u);
