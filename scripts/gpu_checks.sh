@@ -15,12 +15,19 @@
 #             to it for tests/sanitize/run_all.sh --no-build.
 #   replay    replay_bench on the committed traces, every rmm-next resource (RMM's too when
 #             replay_rmm_bench was built), RMM_NEXT_REPLAY_REPETITIONS each (default 3).
+#   hotpaths  on the tree `suite` built with benchmarks: hit_path_bench and plugin_path_bench, then
+#             the resources' alloc_free and the thread cache's mixed pattern against a base
+#             build, paired by benchmarks/compare_builds.py over RMM_NEXT_COMPARE_ROUNDS rounds
+#             (default 9). RMM_NEXT_BASE_SOURCE names the base's source tree (`git archive REV`
+#             unpacked), built here with the same Google Benchmark.
+# Environment: RMM_NEXT_RMM_ROOT (benchmarks/fetch_rmm.sh's folder) makes `suite` build RMM's
+# peers too (replay_rmm_bench, mixed_pattern_rmm_bench).
 # Environment: RMM_NEXT_GPU_ARCH (default 90), RMM_NEXT_CHECK_SECONDS (each step's time limit,
 # default 560).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 1
-step=${1:?usage: gpu_checks.sh suite|memcheck|replay [LOG_DIR]}
+step=${1:?usage: gpu_checks.sh suite|memcheck|replay|hotpaths [LOG_DIR]}
 logs=${2:-build/gpu-checks}
 mkdir -p "$logs" && logs=$(cd "$logs" && pwd)
 limit=${RMM_NEXT_CHECK_SECONDS:-560}
@@ -33,6 +40,9 @@ case $step in
     extra=()
     if [[ -n ${RMM_NEXT_TEST_CCCL_INCLUDE:-} ]]; then
       extra+=("-DRMM_NEXT_TEST_CCCL_INCLUDE=$RMM_NEXT_TEST_CCCL_INCLUDE")
+    fi
+    if [[ -n ${RMM_NEXT_RMM_ROOT:-} ]]; then
+      extra+=("-DRMM_NEXT_RMM_ROOT=$RMM_NEXT_RMM_ROOT")
     fi
     if [[ -n ${RMM_NEXT_BENCHMARK_DIR:-} ]]; then
       extra+=("-Dbenchmark_DIR=$RMM_NEXT_BENCHMARK_DIR")
@@ -81,8 +91,35 @@ case $step in
     done
     ls "$logs/replay"
     ;;
+  hotpaths)
+    bench=build/gpu/benchmarks
+    [[ -x $bench/hit_path_bench ]] || { echo "configure with benchmarks"; exit 1; }
+    base_src=${RMM_NEXT_BASE_SOURCE:?set RMM_NEXT_BASE_SOURCE to the source tree of the base build}
+    gbench=$(sed -n 's/^benchmark_DIR:PATH=//p' build/gpu/CMakeCache.txt)
+    say "base build"
+    cmake -S "$base_src" -B build/gpu-base -DCMAKE_BUILD_TYPE=Release -DRMM_NEXT_BUILD_TESTS=OFF \
+      -DRMM_NEXT_BUILD_EXAMPLES=OFF -DCMAKE_CUDA_ARCHITECTURES="${RMM_NEXT_GPU_ARCH:-90}" \
+      "-Dbenchmark_DIR=$gbench" >"$logs/base_build.log" 2>&1 &&
+      cmake --build build/gpu-base -j "$(nproc)" --target alloc_free_bench mixed_pattern_bench \
+        >>"$logs/base_build.log" 2>&1 || { tail -20 "$logs/base_build.log"; exit 1; }
+    say "hit path"
+    timeout 90 "$bench/hit_path_bench" --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true >"$logs/hit_path.txt" 2>&1
+    grep -E '_median ' "$logs/hit_path.txt"
+    if [[ -x $bench/plugin_path_bench ]]; then
+      timeout 60 "$bench/plugin_path_bench" --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true >"$logs/plugin_path.txt" 2>&1
+      grep -E '_median ' "$logs/plugin_path.txt"
+    fi
+    say "paired against the base"
+    timeout $(($(left) - 5)) python3 benchmarks/compare_builds.py build/gpu-base/benchmarks "$bench" \
+      "$logs/compare" --rounds "${RMM_NEXT_COMPARE_ROUNDS:-9}" \
+      --program 'alloc_free=^alloc_free/device/' \
+      --program 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:(1|16)$' \
+      2>/dev/null | tee "$logs/compare.txt" | grep -v '^Running\|^Run on\|^CPU\|^  L\|^Load\|^cuda_\|^gpu_\|^20'
+    ;;
   *)
-    echo "gpu_checks.sh: unknown step '$step' (suite, memcheck or replay)" >&2
+    echo "gpu_checks.sh: unknown step '$step' (suite, memcheck, replay or hotpaths)" >&2
     exit 2
     ;;
 esac
