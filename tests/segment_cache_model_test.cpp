@@ -366,6 +366,14 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   EXPECT_GT(ops["capture"], 0);
 }
 
+/** @brief Options that keep every idle segment until a trim or the cache goes. */
+rmm_next::segment_cache_options keeping_every_idle_segment()
+{
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;
+  return options;
+}
+
 // A stream destroyed while its work still uses a freed block, and another made at its handle: the
 // thread whose last lane answer was the old stream's frees a block of the old stream there, so its
 // lane hint names the old stream. The new stream's order proves nothing of the old one's later
@@ -440,9 +448,8 @@ TEST(SegmentCacheModel, DestroyingTheCacheGivesTheLegacyStreamsIdleSegmentsBack)
 {
   model_pool pool{std::size_t{256} << 20};
   model::model_pool::state& ps = pool.get();
-  rmm_next::segment_cache_options options;
-  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the end
-  auto cache = std::make_unique<rmm_next::segment_cache_adaptor<model_pool>>(pool, 0, options);
+  auto cache                   = std::make_unique<rmm_next::segment_cache_adaptor<model_pool>>(
+    pool, 0, keeping_every_idle_segment());
   model::worker thread{0};
   cuda::stream_ref const zero{cudaStream_t{}};
   rmm_next::segment_cache_statistics st{};
@@ -468,9 +475,7 @@ TEST(SegmentCacheModel, TwoThreadsOnTheLegacyStreamLeaveNothingIdleAfterATrim)
 {
   model_pool pool{std::size_t{256} << 20};
   model::model_pool::state& ps = pool.get();
-  rmm_next::segment_cache_options options;
-  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the trim
-  rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, options};
+  rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, keeping_every_idle_segment()};
   model::worker main_thread{0};
   model::worker autograd{0};
   cuda::stream_ref const zero{cudaStream_t{}};
