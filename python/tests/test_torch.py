@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """PyTorch through rmm-next: training, side streams, CUDA graphs, out of memory."""
 
+import math
+
 import pytest
 
 from conftest import TRAIN_STEPS, framework, run_scenario
@@ -68,6 +70,18 @@ def test_record_stream_orders_the_free_after_the_side_stream(cache, record):
     control = run_scenario("torch_side_stream.py", 0, cache)
     # Without record_stream the same program races: this shows the test can see the bug.
     record(f"torch.side_stream.cache{cache}.wrong_without_record_stream", control["wrong"])
+
+
+@pytest.mark.parametrize("cache", ["none", "thread", "segment"])
+def test_a_convolutional_network_trains_under_use(cache):
+    # cuDNN's engine libraries load at the first convolution, after the plugin (RTLD_GLOBAL): they
+    # must bind to their own standard-library functions, not to copies the plugin exported.
+    r = run_scenario("torch_conv.py", cache)
+    assert r["backend"] == "pluggable"
+    assert r["cpu_difference"] < 1e-3, r
+    assert len(r["losses"]) == 4 and all(math.isfinite(x) for x in r["losses"]), r
+    assert r["statistics"]["failed_allocations"] == 0
+    assert r["statistics"]["torch_allocations"] > 0
 
 
 @pytest.mark.parametrize("cache", [0, 1])
