@@ -58,6 +58,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -141,6 +142,9 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
 template <std::size_t MaxIdleMiB>
 class segment_cache_bounded : public cache_resource<segment_cache> {
  public:
+  /** @brief MaxIdleMiB that keeps every idle segment: what the bound costs in time. */
+  static constexpr std::size_t unbounded = std::numeric_limits<std::size_t>::max();
+
   segment_cache_bounded()
     : cache_resource<segment_cache>{rmm_next::async_device_resource{}, options()}
   {
@@ -175,7 +179,12 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
   static rmm_next::segment_cache_options options()
   {
     rmm_next::segment_cache_options o;
-    o.max_idle_bytes = MaxIdleMiB == 0 ? std::size_t{0} : MaxIdleMiB << 20;
+    if constexpr (MaxIdleMiB == unbounded) {
+      o.max_idle_bytes    = std::numeric_limits<std::size_t>::max();
+      o.max_idle_fraction = 0;
+    } else {
+      o.max_idle_bytes = MaxIdleMiB << 20;
+    }
     return o;
   }
   std::FILE* samples_{};
@@ -200,6 +209,12 @@ add_resource_kind const segment_idle_1024{
   {"segment_cache_idle1024",
    "rmm_next::segment_cache_adaptor, max_idle_bytes 1 GiB, over async_device_current",
    &make_measured<segment_cache_bounded<1024>>}};
+
+add_resource_kind const segment_unbounded{
+  {"segment_cache_unbounded",
+   "rmm_next::segment_cache_adaptor that never gives an idle segment back, over "
+   "async_device_current",
+   &make_measured<segment_cache_bounded<segment_cache_bounded<0>::unbounded>>}};
 
 add_resource_kind const segment_current_pool{
   {"segment_cache_current",
