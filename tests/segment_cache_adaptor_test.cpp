@@ -277,6 +277,44 @@ TEST(SegmentCacheAdaptor, TheIdleBoundFollowsThePeakLiveBytesUntilTrim)
   EXPECT_EQ(up.get().in_use, 0u);
 }
 
+TEST(SegmentCacheAdaptor, AMissNoIdleSegmentFitsTakesThePlaceOfIdleBytesPastTheByteBound)
+{
+  counted_upstream up;
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes    = 12 * MiB;
+  o.max_idle_fraction = 1;
+  cache_t cache{up, 0, o};
+  auto const s = stream_of(0x10);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(cache.allocate(s, 12 * MiB));  // a 12 MiB segment each
+  }
+  for (void* b : blocks) {
+    cache.deallocate(s, b, 12 * MiB);
+  }
+  EXPECT_EQ(cache.statistics().idle_bytes, 48 * MiB);  // the whole peak stays for the next one
+  // A peak of a new size that no idle segment fits: each new segment takes the place of idle
+  // bytes past max_idle_bytes, oldest first, instead of adding to them.
+  void* big                             = cache.allocate(s, 30 * MiB);
+  rmm_next::segment_cache_statistics st = cache.statistics();
+  EXPECT_EQ(st.misses, 5u);
+  EXPECT_EQ(st.released_segments, 3u);  // 36 MiB past the 12 MiB bound: three segments, 30 MiB
+  EXPECT_EQ(st.idle_bytes, 12 * MiB);
+  EXPECT_EQ(st.segment_bytes, 42 * MiB);
+  EXPECT_EQ(up.get().in_use, 42 * MiB);       // not 78 MiB
+  void* again = cache.allocate(s, 12 * MiB);  // what max_idle_bytes kept is still a hit
+  EXPECT_EQ(again, blocks[3]);
+  EXPECT_EQ(cache.statistics().misses, 5u);
+  void* more = cache.allocate(s, 30 * MiB);  // nothing idle: a miss that gives nothing back
+  EXPECT_EQ(cache.statistics().released_segments, 3u);
+  EXPECT_EQ(up.get().in_use, 72 * MiB);
+  cache.deallocate(s, more, 30 * MiB);
+  cache.deallocate(s, again, 12 * MiB);
+  cache.deallocate(s, big, 30 * MiB);
+  EXPECT_EQ(cache.trim(s), 72 * MiB);
+  EXPECT_EQ(up.get().in_use, 0u);
+}
+
 TEST(SegmentCacheAdaptor, ANegativeOrNanIdleFractionIsRefused)
 {
   counted_upstream up;

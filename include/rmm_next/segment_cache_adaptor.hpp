@@ -318,6 +318,22 @@ class segment_cache_state {
     return released;
   }
 
+  /**
+   * @brief Before a miss of a `segment`-byte segment on eager `stream` of `lane`: the idle bytes
+   * past `max_idle_bytes` go back, oldest first, until the segment's size has (or they all have).
+   * What `max_idle_fraction` keeps is for the next peak's hits; a request none of it fits takes
+   * their place instead of adding to them, so the cache holds no more at a peak of new sizes than
+   * at one of the old.
+   */
+  void trade_idle_for_miss_locked(cudaStream_t stream,
+                                  std::uint64_t lane,
+                                  std::size_t segment) noexcept
+  {
+    if (idle_bytes_ <= options_.max_idle_bytes) { return; }
+    std::size_t const surplus = idle_bytes_ - options_.max_idle_bytes;
+    (void)release_idle_locked(stream, lane, idle_bytes_ - std::min(surplus, segment));
+  }
+
   /** @brief `trim(stream)`: every idle segment, those of `lane` (0: none) on eager `stream`. */
   std::size_t trim_locked(cudaStream_t stream, std::uint64_t lane) noexcept
   {
@@ -787,6 +803,7 @@ class segment_cache_adaptor
     // in global mode, the driver refuses a pool call from a thread in global mode, and invalidates
     // that capture. A hit asks the driver only what any mode allows.
     detail::relaxed_capture_mode const relaxed;
+    st.trade_idle_for_miss_locked(handle, lane, sizes.segment);
     void* segment = nullptr;
     try {
       segment = detail::stream_allocate(st.upstream(), stream, sizes.segment, default_alignment);
