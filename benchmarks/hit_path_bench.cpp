@@ -10,6 +10,13 @@
 //   hit_path/is_capturing/<stream>      stream_is_eager (cuStreamIsCapturing)
 //   hit_path/stream_lane/<stream>       stream_lane: cuStreamGetId for a made stream; a
 //                                       thread-local read for the legacy stream
+//   hit_path/capture_info/<stream>      capture_of (cuStreamGetCaptureInfo), which the plugin
+//                                       asks on every allocation and free
+//   hit_path/relaxed_mode               a relaxed_capture_mode scope, which the plugin makes
+//                                       around every allocation and free: two
+//                                       cuThreadExchangeStreamCaptureMode calls
+//   hit_path/relaxed_mode_runtime       the same through the runtime's
+//                                       cudaThreadExchangeStreamCaptureMode
 //   hit_path/mutex                      an uncontended std::mutex lock + unlock
 //   hit_path/segment_cache/<stream>     a segment_cache_adaptor pair of 4 KiB (every pair a hit)
 //   hit_path/thread_cache/<stream>      a thread_cache_adaptor pair of 4 KiB
@@ -20,6 +27,7 @@
 #include "support/bench_support.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/capture_mode.hpp>
 #include <rmm_next/detail/stream.hpp>
 #include <rmm_next/segment_cache_adaptor.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
@@ -85,6 +93,31 @@ void register_all()
       benchmark::DoNotOptimize(rmm_next::detail::stream_lane(s));
     }
   });
+  register_on_streams("capture_info", [](benchmark::State& state, cudaStream_t s) {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(rmm_next::detail::capture_of(s));
+    }
+  });
+  benchmark::RegisterBenchmark("hit_path/relaxed_mode",
+                               [](benchmark::State& state) {
+                                 for (auto _ : state) {
+                                   rmm_next::detail::relaxed_capture_mode const relaxed;
+                                   benchmark::ClobberMemory();
+                                 }
+                               })
+    ->UseRealTime()
+    ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark("hit_path/relaxed_mode_runtime",
+                               [](benchmark::State& state) {
+                                 for (auto _ : state) {
+                                   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+                                   (void)cudaThreadExchangeStreamCaptureMode(&mode);
+                                   benchmark::ClobberMemory();
+                                   (void)cudaThreadExchangeStreamCaptureMode(&mode);
+                                 }
+                               })
+    ->UseRealTime()
+    ->Unit(benchmark::kNanosecond);
   benchmark::RegisterBenchmark("hit_path/mutex",
                                [](benchmark::State& state) {
                                  static std::mutex m;

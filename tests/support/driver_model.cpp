@@ -392,6 +392,16 @@ CUstreamCaptureStatus capture_status(stream const& s)
 
 }  // namespace
 
+CUresult thread_exchange_stream_capture_mode(CUstreamCaptureMode* mode)
+{
+  auto runtime = static_cast<cudaStreamCaptureMode>(*mode);
+  if (cudaThreadExchangeStreamCaptureMode(&runtime) != cudaSuccess) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *mode = static_cast<CUstreamCaptureMode>(runtime);
+  return CUDA_SUCCESS;
+}
+
 CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus* st)
 {
   return ask(
@@ -1073,6 +1083,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuStreamGetId", reinterpret_cast<void*>(&model::stream_get_id)},
     {"cuStreamGetDevice", reinterpret_cast<void*>(&model::stream_get_device)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(&model::stream_is_capturing)},
+    {"cuThreadExchangeStreamCaptureMode",
+     reinterpret_cast<void*>(&model::thread_exchange_stream_capture_mode)},
     {"cuStreamGetCaptureInfo", reinterpret_cast<void*>(&model::stream_get_capture_info)},
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&model::ctx_get_current)},
     {"cuCtxGetDevice", reinterpret_cast<void*>(&model::ctx_get_device)},

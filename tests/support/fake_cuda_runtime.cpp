@@ -272,6 +272,16 @@ CUresult stream_get_id(CUstream stream, unsigned long long* id)
   return CUDA_SUCCESS;
 }
 
+CUresult thread_exchange_stream_capture_mode(CUstreamCaptureMode* mode)
+{
+  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  auto& mine          = thread_capture_mode();
+  auto const previous = mine;
+  mine                = static_cast<cudaStreamCaptureMode>(*mode);
+  *mode               = static_cast<CUstreamCaptureMode>(previous);
+  return CUDA_SUCCESS;
+}
+
 CUresult stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
@@ -756,6 +766,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuStreamWaitEvent", reinterpret_cast<void*>(&fc::stream_wait_event)},
     {"cuStreamGetId", reinterpret_cast<void*>(&fc::stream_get_id)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(&fc::stream_is_capturing)},
+    {"cuThreadExchangeStreamCaptureMode",
+     reinterpret_cast<void*>(&fc::thread_exchange_stream_capture_mode)},
     {"cuStreamGetCaptureInfo", reinterpret_cast<void*>(&fc::stream_get_capture_info)},
     {"cuCtxPushCurrent", reinterpret_cast<void*>(&fc::ctx_push_current)},
     {"cuCtxPopCurrent", reinterpret_cast<void*>(&fc::ctx_pop_current)},

@@ -4,8 +4,10 @@
  */
 #pragma once
 
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 /**
@@ -40,13 +42,29 @@ namespace detail {
  */
 class relaxed_capture_mode {
  public:
-  relaxed_capture_mode() noexcept { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  relaxed_capture_mode() noexcept { exchange(); }
   relaxed_capture_mode(relaxed_capture_mode const&)            = delete;
   relaxed_capture_mode& operator=(relaxed_capture_mode const&) = delete;
-  ~relaxed_capture_mode() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~relaxed_capture_mode() { exchange(); }
 
  private:
-  cudaStreamCaptureMode mode_{cudaStreamCaptureModeRelaxed};
+  /**
+   * @brief Swaps `mode_` with the thread's mode: the driver's call where the driver has it (the
+   * runtime's wrapper of it costs more, and the plugin makes two around every allocation and
+   * free), else the runtime's.
+   */
+  void exchange() noexcept
+  {
+    if (auto const swap = driver().thread_exchange_stream_capture_mode; swap != nullptr) {
+      (void)swap(&mode_);
+    } else {
+      auto mode = static_cast<cudaStreamCaptureMode>(mode_);
+      (void)cudaThreadExchangeStreamCaptureMode(&mode);
+      mode_ = static_cast<CUstreamCaptureMode>(mode);
+    }
+  }
+
+  CUstreamCaptureMode mode_{CU_STREAM_CAPTURE_MODE_RELAXED};
 };
 
 }  // namespace detail

@@ -27,13 +27,14 @@ namespace detail {
 
 /** @brief Driver entry points, resolved once per process. */
 struct driver_api {
-  CUresult (*stream_get_id)(CUstream, unsigned long long*)          = nullptr;
-  CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*ctx_get_current)(CUcontext*)                           = nullptr;
-  CUresult (*ctx_get_device)(CUdevice*)                             = nullptr;
-  CUresult (*ctx_set_current)(CUcontext)                            = nullptr;
-  CUresult (*stream_get_device)(CUstream, CUdevice*)                = nullptr;  ///< driver 12.8+
-  CUresult (*stream_get_ctx)(CUstream, CUcontext*)                  = nullptr;
+  CUresult (*stream_get_id)(CUstream, unsigned long long*)              = nullptr;
+  CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*)     = nullptr;
+  CUresult (*thread_exchange_stream_capture_mode)(CUstreamCaptureMode*) = nullptr;
+  CUresult (*ctx_get_current)(CUcontext*)                               = nullptr;
+  CUresult (*ctx_get_device)(CUdevice*)                                 = nullptr;
+  CUresult (*ctx_set_current)(CUcontext)                                = nullptr;
+  CUresult (*stream_get_device)(CUstream, CUdevice*) = nullptr;  ///< driver 12.8+
+  CUresult (*stream_get_ctx)(CUstream, CUcontext*)   = nullptr;
   /// The 11.3 form: status, id, graph, dependencies (never asked for here).
   CUresult (*stream_get_capture_info)(CUstream,
                                       CUstreamCaptureStatus*,
@@ -129,6 +130,8 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
     driver_api a;
     resolve_driver_entry_point("cuStreamGetId", 12000, a.stream_get_id);
     resolve_driver_entry_point("cuStreamIsCapturing", 10000, a.stream_is_capturing);
+    resolve_driver_entry_point(
+      "cuThreadExchangeStreamCaptureMode", 10010, a.thread_exchange_stream_capture_mode);
     resolve_driver_entry_point("cuCtxGetCurrent", 4000, a.ctx_get_current);
     resolve_driver_entry_point("cuCtxGetDevice", 2000, a.ctx_get_device);
     resolve_driver_entry_point("cuCtxSetCurrent", 4000, a.ctx_set_current);
