@@ -274,11 +274,12 @@ CUresult stream_get_id(CUstream stream, unsigned long long* id)
 
 CUresult thread_exchange_stream_capture_mode(CUstreamCaptureMode* mode)
 {
-  if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
-  auto& mine          = thread_capture_mode();
-  auto const previous = mine;
-  mine                = static_cast<cudaStreamCaptureMode>(*mode);
-  *mode               = static_cast<CUstreamCaptureMode>(previous);
+  // The runtime's call (below) is the one swap: the driver's answers through it.
+  auto runtime = static_cast<cudaStreamCaptureMode>(*mode);
+  if (cudaThreadExchangeStreamCaptureMode(&runtime) != cudaSuccess) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
+  *mode = static_cast<CUstreamCaptureMode>(runtime);
   return CUDA_SUCCESS;
 }
 
