@@ -18,8 +18,9 @@
 #   hotpaths  on the tree `suite` built with benchmarks: hit_path_bench and plugin_path_bench, then
 #             the resources' alloc_free and the thread cache's mixed pattern against a base
 #             build, paired by benchmarks/compare_builds.py over RMM_NEXT_COMPARE_ROUNDS rounds
-#             (default 9). RMM_NEXT_BASE_SOURCE names the base's source tree (`git archive REV`
-#             unpacked), built here with the same Google Benchmark.
+#             (default 9), the one-thread programs pinned to two cores. RMM_NEXT_BASE_SOURCE
+#             names the base's source tree (`git archive REV` unpacked), built here with the same
+#             Google Benchmark.
 # Environment: RMM_NEXT_RMM_ROOT (benchmarks/fetch_rmm.sh's folder) makes `suite` build RMM's
 # peers too (replay_rmm_bench, mixed_pattern_rmm_bench).
 # Environment: RMM_NEXT_GPU_ARCH (default 90), RMM_NEXT_CHECK_SECONDS (each step's time limit,
@@ -113,9 +114,10 @@ case $step in
     fi
     say "paired against the base"
     timeout $(($(left) - 5)) python3 benchmarks/compare_builds.py build/gpu-base/benchmarks "$bench" \
-      "$logs/compare" --rounds "${RMM_NEXT_COMPARE_ROUNDS:-9}" \
-      --program 'alloc_free=^alloc_free/device/' \
-      --program 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:(1|16)$' \
+      "$logs/compare" --rounds "${RMM_NEXT_COMPARE_ROUNDS:-9}" --seconds $(($(left) - 15)) \
+      --pinned 'alloc_free=^alloc_free(_paired)?/device/' \
+      --pinned 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:1$' \
+      --program 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:16$' \
       2>/dev/null | tee "$logs/compare.txt" | grep -v '^Running\|^Run on\|^CPU\|^  L\|^Load\|^cuda_\|^gpu_\|^20'
     ;;
   *)

@@ -5,7 +5,10 @@ round, so that a slow period of the machine falls on both), and reports per mode
 the paired steps/s ratios (segments / native), whether the losses are identical, and the peak
 reserved of each way (the largest over the rounds).
 
-    paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N]
+    paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N] [--seconds S]
+
+Each round runs every model once each way; --seconds stops before a round that would end past
+the limit (judged by the rounds so far), so that a time-boxed run still prints its table.
 
 Writes OUT_DIR/paired_rounds.json (every run) and prints the table.
 """
@@ -16,6 +19,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import time
 
 here = pathlib.Path(__file__).resolve().parent
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -23,6 +27,8 @@ parser.add_argument("out")
 parser.add_argument("--rounds", type=int, default=5)
 parser.add_argument("--models", default="suite,gpt2,small")
 parser.add_argument("--steps", type=int, default=200)
+parser.add_argument("--seconds", type=float, default=0,
+                    help="start no round that would end past this many seconds (0: no limit)")
 args = parser.parse_args()
 out = pathlib.Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
@@ -37,9 +43,13 @@ def run(model, way):
 
 
 runs = []
-for model in args.models.split(","):
-    for r in range(args.rounds):
-        order = ["native", "segments"] if r % 2 == 0 else ["segments", "native"]
+start = time.monotonic()
+for r in range(args.rounds):
+    if args.seconds and r and (time.monotonic() - start) * (r + 1) / r > args.seconds:
+        print(f"stopped after {r} rounds: another would pass --seconds {args.seconds}", flush=True)
+        break
+    order = ["native", "segments"] if r % 2 == 0 else ["segments", "native"]
+    for model in args.models.split(","):
         pair = {way: run(model, way) for way in order}
         runs.append({"model": model, "round": r, **pair})
         print(json.dumps({"model": model, "round": r,
