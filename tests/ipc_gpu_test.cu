@@ -350,6 +350,11 @@ TEST(Ipc, ExportImportUseAndReleaseWorkFromASecondContextOfTheDevice)
   round_trip_through_the_importer(std::nullopt, ipc_scenario::second_context);
 }
 
+TEST(Ipc, AnImportOutlivesTheDestroyedContextThatMadeItAndIsFreedOnce)
+{
+  round_trip_through_the_importer(std::nullopt, ipc_scenario::context_destroyed);
+}
+
 TEST(Ipc, ForkedChildrenOfTheExporterAndTheImporterAreRefusedAndLeaveTheParentsMemoryAlone)
 {
   round_trip_through_the_importer(std::nullopt, ipc_scenario::forked_child);

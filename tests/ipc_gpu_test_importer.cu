@@ -7,8 +7,9 @@
 // the only argument), it receives the exporter's pool handle and an ipc_request, imports the pool
 // and the allocation, counts with a kernel the words that do not hold the exporter's pattern,
 // writes its own pattern, frees the imported pointer and replies with an ipc_reply. The request's
-// scenario adds to that: import the allocation twice, work from a second context of the device,
-// or fork a child that must be refused imports and leave the parent's alone. Asked to
+// scenario adds to that: import the allocation twice, work from a second context of the device
+// (and use the import after that context is destroyed), or fork a child that must be refused
+// imports and leave the parent's alone. Asked to
 // (ipc_request::capture_mode), it makes each import and the free while another of its threads
 // captures a graph in that mode, and fails when a capture did not survive.
 //
@@ -231,6 +232,35 @@ std::uint64_t import_and_fork(rmm_next::imported_pool const& pool, ipc_request c
   return found;
 }
 
+/**
+ * @brief The pool and the allocation imported with a second context current (`context`), the
+ * exporter's pattern read there; then that context destroyed. The import belongs to the device's
+ * pool, not to the context that made it: from the primary context a kernel still reads the
+ * exporter's pattern through it and writes the importer's, and its free (`reset()`, the library's
+ * own path) succeeds once.
+ */
+std::uint64_t import_then_destroy_the_context(
+  rmm_next::imported_pool const& pool,
+  ipc_request const& request,
+  std::optional<rmm_next::test::second_context>& context)
+{
+  imported_pointer memory = import(pool, request);
+  check_context(context->get(), "import_pointer");
+  std::uint64_t found = 0;
+  {
+    importer_stream const stream;
+    found += mismatches(memory, request, request.exporter_seed, stream.get());
+  }
+  context.reset();  // cuCtxDestroy of the current context
+  check(cudaSetDevice(request.device), "cudaSetDevice after the second context was destroyed");
+  importer_stream const stream;
+  found += mismatches(memory, request, request.exporter_seed, stream.get());
+  overwrite(memory, request, stream.get());
+  memory.reset();
+  check(cudaGetLastError(), "the free of an import whose context was destroyed");
+  return found;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -242,7 +272,8 @@ int main(int argc, char** argv)
       socket, reinterpret_cast<char*>(&request), sizeof(request), "importer");
     check(cudaSetDevice(request.device), "cudaSetDevice");
     std::optional<rmm_next::test::second_context> context;
-    if (request.scenario == ipc_scenario::second_context) {
+    if (request.scenario == ipc_scenario::second_context ||
+        request.scenario == ipc_scenario::context_destroyed) {
       context.emplace();
       context->make_current();
     }
@@ -253,6 +284,8 @@ int main(int argc, char** argv)
     switch (request.scenario) {
       case ipc_scenario::import_twice: return import_twice(pool, request);
       case ipc_scenario::forked_child: return import_and_fork(pool, request);
+      case ipc_scenario::context_destroyed:
+        return import_then_destroy_the_context(pool, request, context);
       case ipc_scenario::import_once:
       case ipc_scenario::second_context: return import_once(pool, request, expected);
     }

@@ -25,6 +25,9 @@ enum class ipc_scenario : std::int32_t {
   /// a child forked after the imports, whose import is refused with a typed error, destroys its
   /// copies of the parent's imports and exits cleanly; the parent then uses and frees its own
   forked_child,
+  /// the pool and the allocation imported with a second context current, which is destroyed
+  /// before the import is used again from the primary context and freed there
+  context_destroyed,
 };
 
 /** @brief No capture beside the importer's steps (`ipc_request::capture_mode`). */
