@@ -7,7 +7,9 @@
 // stream from two threads, and across streams through fences), that the legacy default stream is
 // one lane for every thread of a context, that frees on a capturing stream leave the capture
 // intact in every mode, that a destroyed second context poisons nothing, that trim() leaves the
-// pool's used bytes at the segments of live blocks, and the typed errors near SIZE_MAX.
+// pool's used bytes at the segments of live blocks, that an exited thread's per-thread default
+// stream and a segment freed only on other streams leave nothing behind, and the typed errors
+// near SIZE_MAX.
 
 #include "support/device_fill_check.cuh"
 #include "support/kernels.cuh"
@@ -341,6 +343,82 @@ TEST(SegmentCacheAdaptorGpu, TrimLeavesThePoolsUsedBytesAtTheSegmentsOfLiveBlock
   EXPECT_EQ(segments.trim(stream), kept_bytes);
   CHECK_CUDA(cudaStreamSynchronize(stream));
   EXPECT_EQ(pool.statistics().used_bytes, 0u);
+}
+
+// A thread frees on its per-thread default stream past the fences of its first frees, the last
+// block freed while a kernel still writes it, and exits: its stream ends with it, and its exit
+// fences those frees. A trim from another thread then gives every segment back, and the pool
+// hands that memory out again only after the kernel: it holds this thread's pattern.
+TEST(SegmentCacheAdaptorGpu, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
+{
+  CHECK_CUDA(cudaFree(nullptr));
+  auto pool = owned_pool();
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;  // nothing goes back before the trim
+  cache segments{pool, options};
+  rmm_next::segment_cache_statistics before_exit{};
+  std::thread{[&] {
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+    cuda::stream_ref const own{cudaStreamPerThread};
+    for (int i = 0; i < 4096 && (i < 1024 || before_exit.unproven_bytes == 0); ++i) {
+      void* p = segments.allocate(own, busy_bytes);
+      if (i >= 1024) { keep_writing(p, busy_bytes, 0xdead, cudaStreamPerThread, 50'000'000ULL); }
+      segments.deallocate(own, p, busy_bytes);
+      before_exit = segments.statistics();
+    }
+  }}.join();
+  ASSERT_GT(before_exit.unproven_bytes, 0u);
+  EXPECT_GT(segments.trim(), 0u);
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.unproven_bytes, 0u);
+  EXPECT_EQ(st.segment_bytes, 0u);
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  void* q = pool.allocate(stream, busy_bytes);  // the pool's, behind the relayed free
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, 44, stream);
+  CHECK_CUDA(cudaDeviceSynchronize());  // the kernel, had it not been waited for, writes on
+  check(q, busy_bytes, 44, stream, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  pool.deallocate(stream, q, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(pool.statistics().used_bytes, 0u);
+}
+
+// Blocks of one stream's segment all freed on another (a producer and a consumer): the segment goes
+// back behind those frees' fences once idle, without its own stream being used or named again.
+TEST(SegmentCacheAdaptorGpu, ASegmentFreedOnlyOnAnotherStreamGoesBackBehindThoseFrees)
+{
+  stream_guard streams[3];
+  cudaStream_t const producer = streams[0];
+  cudaStream_t const consumer = streams[1];
+  cudaStream_t const other    = streams[2];
+  auto pool                   = owned_pool();
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes    = 0;  // an idle segment goes back at once
+  options.max_idle_fraction = 0;
+  cache segments{pool, options};
+  void* p = segments.allocate(producer, busy_bytes);
+  fill(p, busy_bytes, 7, producer);
+  cudaEvent_t filled{};
+  CHECK_CUDA(cudaEventCreateWithFlags(&filled, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord(filled, producer));
+  CHECK_CUDA(cudaStreamWaitEvent(consumer, filled, 0));
+  keep_writing(p, busy_bytes, 0xdead, consumer, 50'000'000ULL);
+  segments.deallocate(consumer, p, busy_bytes);
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.released_segments, 1u);
+  EXPECT_EQ(st.segment_bytes, 0u);
+  EXPECT_EQ(st.unproven_bytes, 0u);
+  void* q = pool.allocate(other, busy_bytes);
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, 45, other);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  check(q, busy_bytes, 45, other, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  pool.deallocate(other, q, busy_bytes);
+  CHECK_CUDA(cudaEventDestroy(filled));
+  CHECK_CUDA(cudaDeviceSynchronize());
 }
 
 // Frees on the legacy stream past its last fence, then the cache goes: the legacy stream's order

@@ -118,6 +118,15 @@ cuda::stream_ref stream_of(std::uintptr_t n)
   return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)};
 }
 
+/** @brief Options of `max_idle_bytes` `bytes` and `max_idle_fraction` `fraction`. */
+rmm_next::segment_cache_options idle_bounds(std::size_t bytes, double fraction)
+{
+  rmm_next::segment_cache_options o;
+  o.max_idle_bytes    = bytes;
+  o.max_idle_fraction = fraction;
+  return o;
+}
+
 rmm_next::segment_cache_options keep_everything()
 {
   rmm_next::segment_cache_options o;
@@ -226,10 +235,7 @@ TEST(SegmentCacheAdaptor, IdleSegmentsBeyondTheBoundGoBackOldestFirst)
 TEST(SegmentCacheAdaptor, ABoundOfZeroGivesEachSegmentBackWhenItIsIdle)
 {
   counted_upstream up;
-  rmm_next::segment_cache_options o;
-  o.max_idle_bytes    = 0;
-  o.max_idle_fraction = 0;
-  cache_t cache{up, 0, o};
+  cache_t cache{up, 0, idle_bounds(0, 0)};
   auto const s = stream_of(0x10);
   void* a      = cache.allocate(s, 100);
   void* b      = cache.allocate(s, 100);
@@ -253,10 +259,11 @@ TEST(SegmentCacheAdaptor, TheIdleBoundFollowsThePeakLiveBytesUntilTrim)
     blocks.push_back(cache.allocate(s, 12 * MiB));  // large: a 12 MiB segment each
   }
   EXPECT_EQ(cache.statistics().peak_live_bytes, 48 * MiB);
-  EXPECT_EQ(cache.statistics().idle_bound, 24 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bound, 0u);  // at the peak: max_idle_bytes alone
   for (void* b : blocks) {
     cache.deallocate(s, b, 12 * MiB);
   }
+  EXPECT_EQ(cache.statistics().idle_bound, 24 * MiB);  // half the peak, which is all below it
   // Half the peak stays idle, for the next peak; the two oldest segments went back.
   rmm_next::segment_cache_statistics st = cache.statistics();
   EXPECT_EQ(st.idle_bytes, 24 * MiB);
@@ -331,17 +338,63 @@ TEST(SegmentCacheAdaptor, ANegativeOrNanIdleFractionIsRefused)
   EXPECT_TRUE(up.get().requests.empty());
 }
 
-TEST(SegmentCacheAdaptor, AnUnboundedIdleFractionKeepsEveryIdleSegment)
+TEST(SegmentCacheAdaptor, AnUnboundedIdleFractionKeepsWhatTheLiveBytesAreBelowTheirPeak)
 {
   counted_upstream up;
-  rmm_next::segment_cache_options o;
-  o.max_idle_fraction = std::numeric_limits<double>::infinity();
-  cache_t cache{up, 0, o};
+  cache_t cache{up, 0, idle_bounds(0, std::numeric_limits<double>::infinity())};
   auto const s = stream_of(0x10);
-  cache.deallocate(s, cache.allocate(s, 12 * MiB), 12 * MiB);
-  EXPECT_EQ(cache.statistics().idle_bound, std::numeric_limits<std::uint64_t>::max());
-  EXPECT_EQ(cache.statistics().idle_bytes, 12 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bound, 0u);  // no peak yet: no infinity times zero
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) {
+    blocks.push_back(cache.allocate(s, 12 * MiB));
+  }
+  for (void* b : blocks) {
+    cache.deallocate(s, b, 12 * MiB);
+  }
+  EXPECT_EQ(cache.statistics().idle_bound, 48 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bytes, 48 * MiB);  // the whole peak stays for the next one
   EXPECT_EQ(up.get().frees, 0);
+  void* again = cache.allocate(s, 12 * MiB);  // a hit
+  EXPECT_EQ(up.get().requests.size(), 4u);
+  cache.deallocate(s, again, 12 * MiB);
+  EXPECT_EQ(up.get().frees, 0);
+  EXPECT_EQ(cache.trim(s), 48 * MiB);
+}
+
+// At a peak the fraction keeps nothing: the cache holds idle segments for the next peak only while
+// the live bytes are below the last one by at least as much. Here the live bytes rise again
+// through a hit in a live segment's free tail, not through the idle segment, so that segment can
+// no longer serve this peak without the cache holding more than at the last.
+TEST(SegmentCacheAdaptor, IdleSegmentsGoBackWhenTheLiveBytesRiseBackTowardsThePeakWithoutThem)
+{
+  counted_upstream up;
+  cache_t cache{up, 0, idle_bounds(0, 1)};
+  auto const s = stream_of(0x10);
+  void* x      = cache.allocate(s, 12 * MiB);  // a 12 MiB segment of its own
+  void* y      = cache.allocate(s, 2 * MiB);   // medium: a 20 MiB segment
+  void* z      = cache.allocate(s, 8 * MiB);   // the same medium segment, after y
+  EXPECT_EQ(static_cast<char*>(z), static_cast<char*>(y) + 2 * MiB);
+  EXPECT_EQ(cache.statistics().misses, 2u);  // x and y; z is a hit in y's segment
+  EXPECT_EQ(cache.statistics().peak_live_bytes, 22 * MiB);
+  cache.deallocate(s, x, 12 * MiB);  // 10 MiB live, 12 below the peak: x's segment stays idle
+  EXPECT_EQ(cache.statistics().idle_bytes, 12 * MiB);
+  EXPECT_EQ(cache.statistics().idle_bound, 12 * MiB);
+  EXPECT_EQ(up.get().frees, 0);
+  void* u = cache.allocate(s, 8 * MiB);  // best fit: the medium segment's 10 MiB tail, a hit
+  EXPECT_EQ(static_cast<char*>(u), static_cast<char*>(z) + 8 * MiB);
+  EXPECT_EQ(cache.statistics().hits, 2u);
+  EXPECT_EQ(cache.statistics().misses, 2u);
+  cache.deallocate(s, y, 2 * MiB);  // 16 MiB live, 6 below the peak: the 12 MiB idle segment goes
+  rmm_next::segment_cache_statistics const st = cache.statistics();
+  EXPECT_EQ(st.idle_bound, 6 * MiB);
+  EXPECT_EQ(st.idle_bytes, 0u);
+  EXPECT_EQ(st.released_segments, 1u);
+  EXPECT_EQ(up.get().frees, 1);
+  EXPECT_EQ(up.get().in_use, 20 * MiB);  // the medium segment alone: no more than the peak's
+  cache.deallocate(s, z, 8 * MiB);
+  cache.deallocate(s, u, 8 * MiB);
+  EXPECT_EQ(cache.trim(s), 20 * MiB);
+  EXPECT_EQ(up.get().in_use, 0u);
 }
 
 // A forked child holds its parent's cache, whose blocks the child must never hand out again (their

@@ -139,7 +139,7 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
  * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends "frees,idle_bytes,segment_bytes,live_bytes"
  * to that file (statistics() takes the cache's lock: a run that samples is not a timing run).
  */
-template <std::size_t MaxIdleMiB>
+template <std::size_t MaxIdleMiB, unsigned FractionPercent = 25>
 class segment_cache_bounded : public cache_resource<segment_cache> {
  public:
   /** @brief MaxIdleMiB that keeps every idle segment: what the bound costs in time. */
@@ -183,7 +183,8 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
       o.max_idle_bytes    = std::numeric_limits<std::size_t>::max();
       o.max_idle_fraction = 0;
     } else {
-      o.max_idle_bytes = MaxIdleMiB << 20;
+      o.max_idle_bytes    = MaxIdleMiB << 20;
+      o.max_idle_fraction = FractionPercent / 100.0;
     }
     return o;
   }
@@ -209,6 +210,17 @@ add_resource_kind const segment_idle_1024{
   {"segment_cache_idle1024",
    "rmm_next::segment_cache_adaptor, max_idle_bytes 1 GiB, over async_device_current",
    &make_measured<segment_cache_bounded<1024>>}};
+
+add_resource_kind const segment_idle_32_half{
+  {"segment_cache_idle32_f50",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 32 MiB, max_idle_fraction 0.5, over "
+   "async_device_current",
+   &make_measured<segment_cache_bounded<32, 50>>}};
+add_resource_kind const segment_idle_32_whole{
+  {"segment_cache_idle32_f100",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 32 MiB, max_idle_fraction 1, over "
+   "async_device_current",
+   &make_measured<segment_cache_bounded<32, 100>>}};
 
 add_resource_kind const segment_unbounded{
   {"segment_cache_unbounded",

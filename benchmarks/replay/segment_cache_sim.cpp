@@ -8,8 +8,12 @@
 // segment_cache_adaptor whose upstream hands out addresses that are never touched (no GPU, no
 // memory), so the options can be chosen from real traces on any machine. Prints one line: hits,
 // misses (segments taken from the upstream), segments given back, the peak of the bytes the cache
-// held of the upstream, and that peak over the log's peak in use. Times are not measured here:
-// replay_bench on a GPU measures them. Defaults: segment_cache_options{}.
+// held of the upstream, and that peak over the log's peak in use; a second line splits what it held
+// at that peak: live blocks, idle segments, and free blocks in segments that also hold a live one.
+// Times are not measured here: replay_bench on a GPU measures them. Defaults:
+// segment_cache_options{}. With RMM_NEXT_SIM_UPSTREAM_LOG=PATH it also writes the upstream's
+// calls (the segments taken and given back) to PATH as a log of the same format, to replay them
+// against a bare pool.
 
 #include "replay/log_parser.hpp"
 
@@ -22,6 +26,8 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -35,6 +41,7 @@ class address_upstream {
     std::size_t held    = 0;
     std::size_t peak    = 0;
     long requests       = 0;
+    std::FILE* log = nullptr;  ///< the upstream's calls, as a trace (RMM_NEXT_SIM_UPSTREAM_LOG)
   };
 
   [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t)
@@ -44,11 +51,15 @@ class address_upstream {
     c_->held += bytes;
     c_->peak = c_->held > c_->peak ? c_->held : c_->peak;
     ++c_->requests;
+    if (c_->log != nullptr) {
+      std::fprintf(c_->log, "0,0,allocate,%p,%zu,0\n", reinterpret_cast<void*>(address), bytes);
+    }
     return reinterpret_cast<void*>(address);
   }
-  void deallocate(cuda::stream_ref, void*, std::size_t bytes, std::size_t) noexcept
+  void deallocate(cuda::stream_ref, void* ptr, std::size_t bytes, std::size_t) noexcept
   {
     c_->held -= bytes;
+    if (c_->log != nullptr) { std::fprintf(c_->log, "0,0,free,%p,%zu,0\n", ptr, bytes); }
   }
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
   {
@@ -65,6 +76,7 @@ class address_upstream {
   friend void get_property(address_upstream const&, cuda::mr::device_accessible) noexcept {}
 
   [[nodiscard]] counts const& get() const noexcept { return *c_; }
+  [[nodiscard]] counts& get() noexcept { return *c_; }
 
  private:
   std::shared_ptr<counts> c_ = std::make_shared<counts>();
@@ -85,10 +97,19 @@ int main(int argc, char** argv)
     if (argc > 2) { options.max_idle_bytes = std::strtoull(argv[2], nullptr, 10) << 20; }
     if (argc > 3) { options.max_idle_fraction = std::strtod(argv[3], nullptr); }
     address_upstream upstream;
+    if (char const* path = std::getenv("RMM_NEXT_SIM_UPSTREAM_LOG"); path != nullptr) {
+      upstream.get().log = std::fopen(path, "w");
+      if (upstream.get().log == nullptr) {
+        throw std::runtime_error{std::string{"cannot write "} + path};
+      }
+      std::fputs("Thread,Time,Action,Pointer,Size,Stream\n", upstream.get().log);
+    }
     rmm_next::segment_cache_adaptor<address_upstream> cache{upstream, 0, options};
     std::unordered_map<std::uintptr_t, std::pair<void*, std::size_t>> live;
     std::size_t in_use = 0;
     std::size_t peak   = 0;
+    rmm_next::segment_cache_statistics at_peak_held{};  // when the cache held the most
+    std::size_t peak_held = 0;
     for (replay::event const& e : events) {
       cuda::stream_ref const stream{reinterpret_cast<cudaStream_t>(e.stream)};
       if (e.act == replay::action::allocate) {
@@ -101,6 +122,10 @@ int main(int argc, char** argv)
         cache.deallocate(stream, it->second.first, it->second.second);
         in_use -= it->second.second;
         live.erase(it);
+      }
+      if (upstream.get().held > peak_held) {
+        peak_held    = upstream.get().held;
+        at_peak_held = cache.statistics();
       }
     }
     auto const st    = cache.statistics();
@@ -116,6 +141,14 @@ int main(int argc, char** argv)
       static_cast<double>(upstream.get().peak) / mib,
       static_cast<double>(peak) / mib,
       peak > 0 ? static_cast<double>(upstream.get().peak) / static_cast<double>(peak) : 0.0);
+    auto const& h = at_peak_held;
+    std::printf(
+      "at the peak held: %llu segments, %.1f MiB live, %.1f MiB idle, %.1f MiB free in segments "
+      "with a live block\n",
+      static_cast<unsigned long long>(h.segments),
+      static_cast<double>(h.live_bytes) / mib,
+      static_cast<double>(h.idle_bytes) / mib,
+      static_cast<double>(h.segment_bytes - h.live_bytes - h.idle_bytes) / mib);
     return 0;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "segment_cache_sim: %s\n", e.what());

@@ -26,6 +26,7 @@
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -54,9 +55,10 @@ struct segment_cache_options {
   std::size_t max_idle_bytes = std::size_t{64} << 20;
   /**
    * @brief The idle bytes kept may also reach this fraction of the largest live bytes since the
-   * last `trim()`: a workload whose steps rise to a peak and fall back finds the segments of its
-   * next peak still cached instead of asking the upstream for them again, and holds no more at
-   * that peak than it did at the last. 0: `max_idle_bytes` alone.
+   * last `trim()`, as long as the live bytes are at least that far below that peak: a workload
+   * whose steps rise to a peak and fall back finds the segments of its next peak still cached
+   * instead of asking the upstream for them again, and at the peak itself the cache keeps no more
+   * than `max_idle_bytes` idle. 0: `max_idle_bytes` alone.
    */
   double max_idle_fraction = 0.25;
   /**
@@ -92,7 +94,10 @@ struct segment_cache_statistics {
    */
   std::uint64_t lost_bytes;
   std::uint64_t peak_live_bytes;  ///< the largest `live_bytes` since the last `trim()`
-  /** @brief The idle bytes kept now: `max_idle_bytes`, or `max_idle_fraction` of the peak. */
+  /**
+   * @brief The idle bytes kept now: `max_idle_bytes`, or `max_idle_fraction` of the peak up to
+   * how far the live bytes are below it.
+   */
   std::uint64_t idle_bound;
 };
 
@@ -100,7 +105,9 @@ namespace detail {
 
 /** @brief The state the copies of one `segment_cache_adaptor` share. */
 template <class Upstream>
-class segment_cache_state {
+class segment_cache_state final
+  : public per_thread_lane_keeper,
+    public std::enable_shared_from_this<segment_cache_state<Upstream>> {
  public:
   segment_cache_state(Upstream upstream, segment_cache_options const& options, int device)
     : upstream_{std::move(upstream)}, options_{options}, device_{device}
@@ -339,20 +346,42 @@ class segment_cache_state {
   {
     reclaim_graph_frees_locked();
     peak_live_bytes_ = live_bytes_;  // a new phase: the bound follows what is live from now on
+    peak_changed();
     return release_idle_locked(stream, lane, 0);
   }
 
-  /** @brief The idle bytes kept: `max_idle_bytes`, or `max_idle_fraction` of the peak live bytes.
+  /**
+   * @brief The idle bytes kept: `max_idle_bytes`, or `max_idle_fraction` of the peak live bytes
+   * when that is more, but never more than the live bytes are below that peak. At a peak the
+   * cache keeps `max_idle_bytes` alone: what the fraction kept for it is live again, or goes.
    */
   [[nodiscard]] std::size_t idle_bound() const noexcept
   {
+    std::size_t const below_peak = peak_live_bytes_ - live_bytes_;  // the peak follows `live`
+    return std::max(options_.max_idle_bytes, std::min(fraction_of_peak_, below_peak));
+  }
+
+  /** @brief After the peak live bytes changed: `max_idle_fraction` of them, saturated. */
+  void peak_changed() noexcept
+  {
     double const relative = options_.max_idle_fraction * static_cast<double>(peak_live_bytes_);
-    if (relative <= static_cast<double>(options_.max_idle_bytes)) {
-      return options_.max_idle_bytes;
+    constexpr double every_byte = 18446744073709551616.0;       // 2^64: no size_t holds it
+    fraction_of_peak_           = peak_live_bytes_ == 0    ? 0  // no infinity times zero
+                                  : relative >= every_byte ? std::numeric_limits<std::size_t>::max()
+                                                           : static_cast<std::size_t>(relative);
+  }
+
+  /**
+   * @brief After an allocation on eager `stream` of `lane`: the live bytes rose, so the bound may
+   * have fallen below the idle bytes; the oldest idle segments go back until it holds again.
+   */
+  void keep_idle_within_bound_locked(cudaStream_t stream, std::uint64_t lane) noexcept
+  {
+    if (idle_bytes_ <= options_.max_idle_bytes) { return; }
+    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
+      relaxed_capture_mode const relaxed;  // an upstream call, as a miss's
+      (void)release_idle_locked(stream, lane, bound);
     }
-    constexpr double every_byte = 18446744073709551616.0;  // 2^64: no size_t holds it
-    return relative >= every_byte ? std::numeric_limits<std::size_t>::max()
-                                  : static_cast<std::size_t>(relative);
   }
 
   [[nodiscard]] segment_cache_statistics statistics_locked() const noexcept
@@ -432,7 +461,10 @@ class segment_cache_state {
     b.free = false;
     hold(*b.segment);
     live_bytes_ += b.size;
-    if (live_bytes_ > peak_live_bytes_) { peak_live_bytes_ = live_bytes_; }
+    if (live_bytes_ > peak_live_bytes_) {
+      peak_live_bytes_ = live_bytes_;
+      peak_changed();
+    }
     return reinterpret_cast<void*>(b.address);
   }
 
@@ -590,6 +622,13 @@ class segment_cache_state {
     // A stream made at a destroyed stream's handle is not its lane: its fence proves nothing of
     // the lane's work.
     if (!confirmed && !stream_lane_confirms(stream, lane)) { return; }
+    fence_lane(l, stream);
+  }
+
+  /** @brief Records `l`'s fence on eager `stream`, which is `l`'s stream, after its frees so far.
+   */
+  void fence_lane(cache_lane& l, cudaStream_t stream) noexcept
+  {
     CUevent const e = pooled_fence(stream);
     if (e == nullptr) { return; }
     events_.give(l.fence);  // nothing waits on the lane's older fence again
@@ -598,10 +637,56 @@ class segment_cache_state {
     l.since_fence = 0;
   }
 
-  /** @brief True when a fence proves every free into idle `s` done. */
+ public:
+  /**
+   * @brief Notes, after a miss on this thread's per-thread default stream (of lane `lane`), that
+   * the lane is to be fenced when the thread exits (`thread_exiting`). A lane's segments are all
+   * made by misses on its own thread. Without host memory for the note, nothing is noted.
+   */
+  void note_per_thread_lane(std::uint64_t lane) noexcept
+  {
+    try {
+      if (exiting_thread_lanes* const lanes = this_threads_lanes()) {
+        lanes->note(this, this->weak_from_this(), lane, current_context_or_null());
+      }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): std::bad_alloc: the lane stays unfenced
+    }
+  }
+
+  /**
+   * @brief At the exit of a thread that used `lane`, its per-thread default stream of `context`:
+   * fences the lane's frees not fenced yet while the stream still exists (no later free can join
+   * the lane: it was that thread's alone), and gives back the idle segments past the bound that
+   * the fence now proves free.
+   */
+  void thread_exiting(std::uint64_t lane, CUcontext context) noexcept override
+  {
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    relaxed_capture_mode const relaxed;  // what goes back is an upstream call, as a miss's
+    std::lock_guard const lock{mutex};
+    auto const it = lanes_.find(lane);
+    if (it == lanes_.end() || !fences_available() || it->second.fenced == it->second.frees) {
+      return;
+    }
+    {
+      context_scope const scope{context};
+      if (!scope.ok() || !stream_is_eager(cudaStreamPerThread)) { return; }
+      fence_lane(it->second, cudaStreamPerThread);
+    }
+    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
+      (void)release_idle_locked(nullptr, 0, bound);
+    }
+  }
+
+ private:
+  /**
+   * @brief True when a fence proves every free into idle `s` done: its lane's fence, for the frees
+   * on its own lane. A segment none of whose frees was on its lane (each block freed on another
+   * stream, with a fence of its own) owes its lane nothing.
+   */
   [[nodiscard]] bool provable(cache_segment const& s) const noexcept
   {
-    if (!fences_available()) { return true; }  // no driver: no GPU work to wait for
+    if (!fences_available() || s.last_free == 0) { return true; }
     auto const it = lanes_.find(s.lane);
     return it != lanes_.end() && it->second.fence != nullptr && it->second.fenced >= s.last_free;
   }
@@ -620,10 +705,12 @@ class segment_cache_state {
       if (!provable(s)) { return false; }
       if (fences_available()) {
         if (relay_ == nullptr) { return false; }
-        release             = reinterpret_cast<cudaStream_t>(relay_);
-        CUevent const fence = lanes_.find(s.lane)->second.fence;
-        context_scope const scope{primary_};
-        if (!scope.ok() || !wait_for_fence(relay_, fence)) { return false; }
+        release = reinterpret_cast<cudaStream_t>(relay_);
+        if (s.last_free != 0) {  // frees on its lane: behind the lane's fence
+          CUevent const fence = lanes_.find(s.lane)->second.fence;
+          context_scope const scope{primary_};
+          if (!scope.ok() || !wait_for_fence(relay_, fence)) { return false; }
+        }
       }
     }
     for (auto const& w : b->waits) {
@@ -706,7 +793,8 @@ class segment_cache_state {
   std::uint64_t hits_{}, misses_{}, released_segments_{};
   std::atomic<std::uint64_t> bypasses_{0};
   std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, lost_bytes_{}, graph_pending_bytes_{};
-  std::size_t peak_live_bytes_{};  ///< since the last trim: what `idle_bound` follows
+  std::size_t peak_live_bytes_{};   ///< since the last trim: what `idle_bound` follows
+  std::size_t fraction_of_peak_{};  ///< `max_idle_fraction` of `peak_live_bytes_`
 };
 
 }  // namespace detail
@@ -798,7 +886,10 @@ class segment_cache_adaptor
     if (lane == 0) { return bypass(stream, bytes, alignment); }
     auto& st = *state_;
     std::lock_guard const lock{st.mutex};
-    if (void* ptr = st.take_cached(handle, lane, sizes)) { return ptr; }
+    if (void* ptr = st.take_cached(handle, lane, sizes)) {
+      st.keep_idle_within_bound_locked(handle, lane);
+      return ptr;
+    }
     // Every call into the upstream is made in relaxed capture mode: while another thread captures
     // in global mode, the driver refuses a pool call from a thread in global mode, and invalidates
     // that capture. A hit asks the driver only what any mode allows.
@@ -818,7 +909,10 @@ class segment_cache_adaptor
       segment = detail::stream_allocate(st.upstream(), stream, sizes.segment, default_alignment);
     }
     try {
-      return st.take_new_segment(segment, lane, sizes);
+      void* const ptr = st.take_new_segment(segment, lane, sizes);
+      st.keep_idle_within_bound_locked(handle, lane);
+      if (detail::is_per_thread_default_stream(handle)) { st.note_per_thread_lane(lane); }
+      return ptr;
     } catch (...) {
       detail::stream_deallocate(st.upstream(), stream, segment, sizes.segment, default_alignment);
       throw;

@@ -105,8 +105,8 @@ class ThreadCache:
 class SegmentCache:
     """Options of the segment cache (``segment_cache_adaptor``, docs/segment_cache.md): a caching
     layer of every size over the pool. ``max_idle_bytes``: bytes of idle segments kept (None: the
-    default, 64 MiB or a quarter of the peak live bytes since the last trim, whichever is more;
-    a number: that bound alone, 0: none); ``fence_interval``: most frees on a stream between its
+    default, 64 MiB or a quarter of the peak live bytes since the last trim, whichever is more,
+    but no more than the live bytes are below that peak; a number: that bound alone, 0: none); ``fence_interval``: most frees on a stream between its
     fences (0: the default, 64)."""
 
     max_idle_bytes: int | None = None

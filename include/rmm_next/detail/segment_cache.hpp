@@ -383,6 +383,79 @@ struct cache_lane {
   [[nodiscard]] free_bins& free_of(bool small) noexcept { return small ? small_free : large_free; }
 };
 
+/**
+ * @brief A cache with lanes of per-thread default streams, told when a thread that used one
+ * exits: the stream ends with its thread, so only then, on that thread, can the lane's last frees
+ * be fenced. Without that fence its idle segments could never be proven free again.
+ */
+class per_thread_lane_keeper {
+ public:
+  /** @brief The exiting calling thread used `lane`, its per-thread default stream of `context`. */
+  virtual void thread_exiting(std::uint64_t lane, CUcontext context) noexcept = 0;
+
+ protected:
+  ~per_thread_lane_keeper() = default;  // never destroyed through this base
+};
+
+/**
+ * @brief The per-thread lanes the calling thread gave segments to, by cache; each cache still alive
+ * hears of them when the thread exits (this object's thread-local destructor).
+ */
+class exiting_thread_lanes {
+ public:
+  exiting_thread_lanes()                            = default;  // one per thread, never copied
+  exiting_thread_lanes(exiting_thread_lanes const&) = delete;
+  exiting_thread_lanes& operator=(exiting_thread_lanes const&) = delete;
+  ~exiting_thread_lanes()
+  {
+    gone() = true;  // a cache used later in this thread's exit notes nothing more
+    for (entry const& e : entries_) {
+      if (auto const keeper = e.keeper.lock()) { keeper->thread_exiting(e.lane, e.context); }
+    }
+  }
+
+  /**
+   * @brief Notes that `keeper` (identified by `id`) has segments of `lane`, this thread's
+   * per-thread default stream of `context`; once per cache and lane.
+   * @throws std::bad_alloc
+   */
+  /** @brief Set once the calling thread's lanes have been handed over (it is exiting). */
+  static bool& gone() noexcept
+  {
+    thread_local bool exited = false;  // trivially destroyed: readable to the thread's very end
+    return exited;
+  }
+
+  void note(void const* id,
+            std::weak_ptr<per_thread_lane_keeper> keeper,
+            std::uint64_t lane,
+            CUcontext context)
+  {
+    for (entry const& e : entries_) {
+      if (e.id == id && e.lane == lane) { return; }
+    }
+    std::erase_if(entries_, [](entry const& e) { return e.keeper.expired(); });
+    entries_.push_back({id, std::move(keeper), lane, context});
+  }
+
+ private:
+  struct entry {
+    void const* id;
+    std::weak_ptr<per_thread_lane_keeper> keeper;
+    std::uint64_t lane;
+    CUcontext context;
+  };
+  std::vector<entry> entries_;
+};
+
+/** @brief The calling thread's `exiting_thread_lanes`; null once the thread has begun to exit. */
+inline exiting_thread_lanes* this_threads_lanes()
+{
+  if (exiting_thread_lanes::gone()) { return nullptr; }
+  thread_local exiting_thread_lanes lanes;
+  return &lanes;
+}
+
 /** @brief How many bytes a request of `bytes` takes (0: none fits), and its segment's size. */
 struct segment_cache_sizes {
   std::size_t block{};

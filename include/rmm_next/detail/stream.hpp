@@ -75,6 +75,25 @@ namespace detail {
   return fn(reinterpret_cast<CUstream>(stream), &id) == CUDA_SUCCESS ? id : 0;
 }
 
+/**
+ * @brief True when handle 0 names the legacy default stream in this translation unit: code built
+ * without per-thread default streams. With them, 0 names the calling thread's own default stream.
+ */
+#if !defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+inline constexpr bool zero_is_legacy_stream = true;
+#else
+inline constexpr bool zero_is_legacy_stream = false;
+#endif
+
+/**
+ * @brief True for the handles of the calling thread's own default stream: `cudaStreamPerThread`,
+ * and 0 in code built with per-thread default streams. Such a stream ends with its thread.
+ */
+[[gnu::always_inline]] inline bool is_per_thread_default_stream(cudaStream_t stream) noexcept
+{
+  return stream == cudaStreamPerThread || (!zero_is_legacy_stream && stream == cudaStream_t{});
+}
+
 /** @brief A made stream's handle and the lane `stream_lane` last answered for it on a thread. */
 struct recent_lane {
   cudaStream_t handle{};
@@ -103,12 +122,7 @@ struct recent_lane {
  */
 inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
 {
-#if !defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-  constexpr bool zero_is_legacy = true;
-#else
-  constexpr bool zero_is_legacy = false;
-#endif
-  if (stream == cudaStreamLegacy || (zero_is_legacy && stream == cudaStream_t{})) {
+  if (stream == cudaStreamLegacy || (zero_is_legacy_stream && stream == cudaStream_t{})) {
     // A context destroyed and another made at its address keeps the old id for this thread: the
     // old context's work is done, so that only ever adds a wait on another thread's lane.
     thread_local CUcontext context{};
@@ -119,7 +133,7 @@ inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
     }
     return id;
   }
-  if (stream == cudaStreamPerThread || stream == cudaStream_t{}) {
+  if (is_per_thread_default_stream(stream)) {
     static std::atomic<std::uint64_t> next{0};
     thread_local CUcontext context{};
     thread_local std::uint64_t serial{0};
