@@ -276,7 +276,7 @@ TEST(SegmentCache, FrameworkBlocksComeFromSegmentsAndIdleOnesGoBackPastTheBound)
   EXPECT_EQ(segment_statistics().enabled, 0u);
 
   // With no idle bytes allowed, the segment goes back on the free's own stream at once.
-  rmm_next_segment_cache_options const none{0, 0};
+  rmm_next_segment_cache_options const none{0, 0, 0.0};
   ASSERT_EQ(rmm_next_enable_segment_cache(0, &none), 0) << rmm_next_last_error();
   void* c = rmm_next_torch_alloc(bytes, 0, s);
   ASSERT_NE(c, nullptr) << rmm_next_last_error();

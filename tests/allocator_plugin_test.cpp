@@ -7,6 +7,7 @@
 // counters, the live bytes' peak, deferred frees) and the C interface's behaviour when no driver or
 // device exists.
 
+#include "device_choice.hpp"
 #include "live_allocations.hpp"
 #include "plugin_counters.hpp"
 #include "stream_order.hpp"
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -366,6 +368,37 @@ static_assert(sizeof(rmm_next_vmm_options) == 8 + 4 * 4);
 static_assert(offsetof(rmm_next_vmm_options, handle_types) == 8);
 static_assert(sizeof(rmm_next_vmm_statistics) == 8 * 8 + 4 * 4);
 static_assert(offsetof(rmm_next_vmm_statistics, made) == 8 * 8 + 3 * 4);
+
+static_assert(sizeof(rmm_next_segment_cache_options) == 2 * sizeof(std::size_t) + 8);
+static_assert(offsetof(rmm_next_segment_cache_options, max_idle_fraction) ==
+              2 * sizeof(std::size_t));
+
+TEST(SegmentCacheOptions, TheCBoundsMapToTheCachesOptions)
+{
+  constexpr std::size_t mib = std::size_t{1} << 20;
+  rmm_next::segment_cache_options const defaults{};
+  auto const mapped = [](std::size_t bytes, double fraction) {
+    rmm_next_segment_cache_options const o{bytes, 0, fraction};
+    return rmm_next::plugin::to_segment_options(&o);
+  };
+  struct expected_bounds {
+    std::size_t bytes;
+    double fraction;
+  };
+  auto const expect = [](rmm_next::segment_cache_options const& o, expected_bounds e) {
+    EXPECT_EQ(o.max_idle_bytes, e.bytes);
+    EXPECT_EQ(o.max_idle_fraction, e.fraction);
+  };
+  expect(rmm_next::plugin::to_segment_options(nullptr),
+         {defaults.max_idle_bytes, defaults.max_idle_fraction});
+  expect(mapped(SIZE_MAX, 0.0), {defaults.max_idle_bytes, defaults.max_idle_fraction});
+  expect(mapped(32 * mib, 0.0), {32 * mib, 0.0});  // a byte bound alone, as before
+  expect(mapped(32 * mib, 0.5), {32 * mib, 0.5});
+  expect(mapped(SIZE_MAX, 1.0), {defaults.max_idle_bytes, 1.0});
+  expect(mapped(SIZE_MAX, -1.0), {defaults.max_idle_bytes, 0.0});             // negative: none
+  EXPECT_TRUE(std::isnan(mapped(SIZE_MAX, std::nan("")).max_idle_fraction));  // the cache refuses
+  EXPECT_EQ(rmm_next::plugin::to_segment_options(nullptr).fence_interval, defaults.fence_interval);
+}
 
 TEST(VmmOptions, TheCDefaultsAreThoseOfVmmOptionsAndMapBack)
 {

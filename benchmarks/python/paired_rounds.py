@@ -6,6 +6,9 @@ the paired steps/s ratios (segments / native), whether the losses are identical,
 reserved of each way (the largest over the rounds).
 
     paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N] [--seconds S]
+                     [--max-idle-mib M] [--max-idle-fraction F]
+
+--max-idle-mib and --max-idle-fraction set the segment cache's bounds (train_steps.py's options).
 
 Each round runs every model once each way; --seconds stops before a round that would end past
 the limit (judged by the rounds so far), so that a time-boxed run still prints its table.
@@ -29,14 +32,19 @@ parser.add_argument("--models", default="suite,gpt2,small")
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--seconds", type=float, default=0,
                     help="start no round that would end past this many seconds (0: no limit)")
+parser.add_argument("--max-idle-mib", type=int, default=None)
+parser.add_argument("--max-idle-fraction", type=float, default=None)
 args = parser.parse_args()
 out = pathlib.Path(args.out)
+bounds = [*(["--max-idle-mib", str(args.max_idle_mib)] if args.max_idle_mib is not None else []),
+          *(["--max-idle-fraction", str(args.max_idle_fraction)]
+            if args.max_idle_fraction is not None else [])]
 out.mkdir(parents=True, exist_ok=True)
 
 
 def run(model, way):
     done = subprocess.run([sys.executable, str(here / "train_steps.py"), model, way,
-                           "--steps", str(args.steps)], capture_output=True, text=True)
+                           "--steps", str(args.steps), *bounds], capture_output=True, text=True)
     if done.returncode != 0:
         return {"model": model, "way": way, "error": done.stderr[-2000:]}
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -27,6 +27,10 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("model", choices=["suite", "small", "gpt2"])
 parser.add_argument("way", choices=["native", "segments"])
 parser.add_argument("--steps", type=int, default=200)
+parser.add_argument("--max-idle-mib", type=int, default=None,
+                    help="segments: the cache's max_idle_bytes in MiB (default: the cache's)")
+parser.add_argument("--max-idle-fraction", type=float, default=None,
+                    help="segments: the cache's max_idle_fraction (default: the cache's)")
 args = parser.parse_args()
 
 import torch  # noqa: E402
@@ -36,7 +40,9 @@ if args.way == "segments":
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
     import rmm_next
 
-    rmm_next.torch.use(segment_cache=True)
+    rmm_next.torch.use(segment_cache=rmm_next.SegmentCache(
+        max_idle_bytes=None if args.max_idle_mib is None else args.max_idle_mib << 20,
+        max_idle_fraction=args.max_idle_fraction))
 
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True, warn_only=True)

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /** @brief Changes whenever a signature or structure below changes; see `rmm_next_abi_version`. */
-#define RMM_NEXT_ALLOCATOR_ABI_VERSION 4
+#define RMM_NEXT_ALLOCATOR_ABI_VERSION 5
 
 /** @brief The `RMM_NEXT_ALLOCATOR_ABI_VERSION` the library was built with. */
 int rmm_next_abi_version(void);
@@ -75,10 +75,15 @@ typedef struct rmm_next_thread_cache_options {
 
 /** @brief Limits of the segment cache (see `segment_cache_options`). */
 typedef struct rmm_next_segment_cache_options {
-  /** idle segment bytes kept; SIZE_MAX: the default (64 MiB, or a quarter of the peak live bytes
-   * since the last trim when that is more); any other value: that bound alone (0: none) */
+  /** idle segment bytes kept at least; SIZE_MAX: the default (64 MiB, with a quarter of the peak
+   * live bytes since the last trim when that is more); any other value: that bound (0: none),
+   * with no fraction unless `max_idle_fraction` gives one */
   size_t max_idle_bytes;
   size_t fence_interval; /**< most frees on a stream between its fences; 0: the default (64) */
+  /** the fraction of the peak live bytes idle segments may also reach while the live bytes are
+   * that far below the peak (`segment_cache_options::max_idle_fraction`); 0: the default (as
+   * `max_idle_bytes` says), negative: none, NaN: refused */
+  double max_idle_fraction;
 } rmm_next_segment_cache_options;
 
 /** @brief The device's current pool (`cudaMemGetMemPool`), shared with every

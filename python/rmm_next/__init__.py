@@ -104,13 +104,16 @@ class ThreadCache:
 @dataclasses.dataclass(frozen=True)
 class SegmentCache:
     """Options of the segment cache (``segment_cache_adaptor``, docs/segment_cache.md): a caching
-    layer of every size over the pool. ``max_idle_bytes``: bytes of idle segments kept (None: the
-    default, 64 MiB or a quarter of the peak live bytes since the last trim, whichever is more,
-    but no more than the live bytes are below that peak; a number: that bound alone, 0: none); ``fence_interval``: most frees on a stream between its
-    fences (0: the default, 64)."""
+    layer of every size over the pool. ``max_idle_bytes``: bytes of idle segments kept at least
+    (None: the default, 64 MiB; 0: none). ``max_idle_fraction``: the fraction of the peak live
+    bytes since the last trim that idle segments may also reach, while the live bytes are that far
+    below the peak (None: a quarter with the default ``max_idle_bytes``, none with a number given;
+    0: none). ``fence_interval``: most frees on a stream between its fences (0: the default,
+    64)."""
 
     max_idle_bytes: int | None = None
     fence_interval: int = 0
+    max_idle_fraction: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,12 +205,23 @@ def enable_segment_cache(device=None, cache=None):
     """Puts a segment cache (a ``SegmentCache``; None: defaults) over each device's resource, under
     the thread cache when one is in place. ``torch.cuda.empty_cache()`` under ``use()`` and
     ``release_unused()`` give its idle segments back."""
-    cache = cache or SegmentCache()
+    options = _segment_cache_options(cache or SegmentCache())
+    _lib.call("enable_segment_cache", _device(device), ctypes.byref(options))
+
+
+def _segment_cache_options(cache):
+    """The C options (``rmm_next_segment_cache_options``) of ``cache``, checked."""
     idle = (1 << 64) - 1 if cache.max_idle_bytes is None else cache.max_idle_bytes
     if idle < 0 or cache.fence_interval < 0:
         raise ValueError(f"rmm_next.enable_segment_cache: {cache!r}; sizes cannot be negative")
-    options = _lib.SegmentCacheOptions(idle, cache.fence_interval)
-    _lib.call("enable_segment_cache", _device(device), ctypes.byref(options))
+    fraction = cache.max_idle_fraction
+    if fraction is not None and not fraction >= 0:  # negative, or NaN
+        raise ValueError(
+            f"rmm_next.enable_segment_cache: {cache!r}; max_idle_fraction is a fraction of the "
+            "peak live bytes: 0 or more")
+    # The C struct's 0 is the default, a negative value none.
+    c_fraction = 0.0 if fraction is None else (-1.0 if fraction == 0 else float(fraction))
+    return _lib.SegmentCacheOptions(idle, cache.fence_interval, c_fraction)
 
 
 def disable_segment_cache(device=None):

@@ -11,7 +11,7 @@ import threading
 
 ENV_VAR = "RMM_NEXT_ALLOCATOR_LIBRARY"
 LIBRARY_NAME = "librmm_next_allocator.so"
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 
 class RmmNextError(RuntimeError):
@@ -50,7 +50,11 @@ def _uint64_fields(*names):
 
 
 class SegmentCacheOptions(ctypes.Structure):
-    _fields_ = [("max_idle_bytes", ctypes.c_size_t), ("fence_interval", ctypes.c_size_t)]
+    _fields_ = [
+        ("max_idle_bytes", ctypes.c_size_t),
+        ("fence_interval", ctypes.c_size_t),
+        ("max_idle_fraction", ctypes.c_double),
+    ]
 
 
 SEGMENT_CACHE_STATISTICS = (

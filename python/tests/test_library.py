@@ -40,7 +40,20 @@ def test_segment_cache_statistics_structure_matches_the_c_struct():
     names = [name for name, _ in _lib.SegmentCacheStatistics._fields_]
     assert names == list(_lib.SEGMENT_CACHE_STATISTICS) and len(set(names)) == 12
     assert ctypes.sizeof(_lib.SegmentCacheStatistics) == 12 * 8
-    assert ctypes.sizeof(_lib.SegmentCacheOptions) == 2 * ctypes.sizeof(ctypes.c_size_t)
+    assert ctypes.sizeof(_lib.SegmentCacheOptions) == 2 * ctypes.sizeof(ctypes.c_size_t) + 8
+
+
+def test_segment_cache_options_reach_the_c_struct_as_its_comment_says():
+    def c(**kw):
+        o = rmm_next._segment_cache_options(rmm_next.SegmentCache(**kw))
+        return o.max_idle_bytes, o.fence_interval, o.max_idle_fraction
+
+    assert c() == ((1 << 64) - 1, 0, 0.0)  # the defaults: 64 MiB with a quarter of the peak
+    assert c(max_idle_bytes=32 << 20) == (32 << 20, 0, 0.0)  # that bound, no fraction
+    assert c(max_idle_bytes=32 << 20, max_idle_fraction=0.5) == (32 << 20, 0, 0.5)
+    assert c(max_idle_fraction=1.0, fence_interval=8) == ((1 << 64) - 1, 8, 1.0)
+    assert c(max_idle_fraction=0) == ((1 << 64) - 1, 0, -1.0)  # 64 MiB, no fraction
+    assert c(max_idle_fraction=float("inf"))[2] == float("inf")
 
 
 def test_configure_rejects_unknown_choices_before_calling_the_library():
@@ -52,6 +65,9 @@ def test_configure_rejects_unknown_choices_before_calling_the_library():
         rmm_next.configure(segment_cache="yes")
     with pytest.raises(ValueError, match="cannot be negative"):
         rmm_next.enable_segment_cache(cache=rmm_next.SegmentCache(max_idle_bytes=-1))
+    for fraction in (-0.5, float("nan")):
+        with pytest.raises(ValueError, match="max_idle_fraction"):
+            rmm_next.enable_segment_cache(cache=rmm_next.SegmentCache(max_idle_fraction=fraction))
 
 
 def test_framework_modules_are_imported_on_first_access_only():

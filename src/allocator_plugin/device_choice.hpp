@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -77,8 +78,13 @@ inline segment_cache_options to_segment_options(rmm_next_segment_cache_options c
 {
   segment_cache_options c;
   if (o == nullptr) { return c; }
-  if (o->max_idle_bytes != SIZE_MAX) {  // a bound the caller chose: it alone
+  if (o->max_idle_bytes != SIZE_MAX) {  // a bound the caller chose: no fraction unless given
     c.max_idle_bytes    = o->max_idle_bytes;
+    c.max_idle_fraction = 0.0;
+  }
+  if (o->max_idle_fraction > 0.0 || std::isnan(o->max_idle_fraction)) {
+    c.max_idle_fraction = o->max_idle_fraction;  // NaN: the cache's constructor refuses it
+  } else if (o->max_idle_fraction < 0.0) {
     c.max_idle_fraction = 0.0;
   }
   if (o->fence_interval != 0) { c.fence_interval = o->fence_interval; }
