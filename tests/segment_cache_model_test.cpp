@@ -7,11 +7,11 @@
 // support/driver_model.hpp and its model pool (support/model_pool.hpp) upstream. Worker threads,
 // driven one operation at a time from a seeded sequence, allocate sizes from 512 bytes to 12 MiB
 // (and SIZE_MAX) on streams of device 0's primary context and of a second context (destroyed and
-// made again), on the legacy default stream every thread shares and on their per-thread default
-// streams, free on the block's stream or, ordered by an event, on another, free blocks inside
-// captures in every mode (graphs launched or destroyed), destroy streams, exit (a new thread takes
-// the place of one that held blocks, which another frees), trim from any thread and run out of
-// memory. The model checks throughout:
+// made again), on the legacy default stream of each context and on the threads' per-thread default
+// streams (the threads switch between the two contexts), free on the block's stream or, ordered by
+// an event, on another, free blocks inside captures in every mode (graphs launched or destroyed),
+// destroy streams, exit (a new thread takes the place of one that held blocks, which another
+// frees), trim from any thread and run out of memory. The model checks throughout:
 // - every byte handed out is ordered after every earlier use of it, and memory freed in a capture
 //   comes back only once its graph ran past the free;
 // - no two live blocks overlap, and each lies in a block the pool handed out;
@@ -39,6 +39,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -52,7 +53,8 @@ struct held {
   std::size_t bytes;
   cudaStream_t handle;
   model::stream* on;
-  bool graph;  ///< allocated during a capture (graph memory of the pool)
+  bool graph;              ///< allocated during a capture (graph memory of the pool)
+  std::thread::id thread;  ///< the thread that allocated it (whose per-thread stream `on` may be)
 };
 
 /** @brief Memory handed out before: its range and every use it had. */
@@ -175,7 +177,7 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
           it = it->first + it->second.bytes <= p + bytes ? history.erase(it) : std::next(it);
         }
       }
-      live.push_back({p, bytes, h, s, graph});
+      live.push_back({p, bytes, h, s, graph, std::this_thread::get_id()});
     });
   };
 
@@ -315,6 +317,11 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       for (held const& b : live) {
         if (b.on->ctx == second) { return; }
       }
+      for (auto& worker : workers) {  // threads in it make the primary context current first
+        if (worker->ctx_ != second) { continue; }
+        worker->call([] { model::ctx_stack = {0}; });
+        worker->ctx_ = 0;
+      }
       std::lock_guard lock{the().mutex};
       for (std::size_t k = 0; k < streams.size(); ++k) {
         if (model::resolve_on(streams[k])->ctx == second) {
@@ -334,13 +341,9 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
       // Its per-thread default stream ends with it: the blocks still in use there move to a
       // regular stream first, ordered after it, as a program hands its work over. Its blocks on
       // the legacy stream and on regular streams stay live, for other threads to free.
-      model::stream* mine = nullptr;
-      workers[w]->call([&] {
-        std::lock_guard lock{the().mutex};
-        mine = model::resolve_on(cudaStreamPerThread);
-      });
+      std::thread::id const leaving = workers[w]->id();
       for (held& b : live) {
-        if (b.on != mine) { continue; }
+        if (b.handle != cudaStreamPerThread || b.thread != leaving) { continue; }
         cudaStream_t to{};
         do {
           to = streams[pick(streams.size())];
@@ -352,11 +355,18 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
           model::enqueue(*t);  // a use there
           b.handle = to;
           b.on     = t;
+          b.thread = {};
         });
         ++ops["handed over at thread exit"];
       }
       workers[w] = std::make_unique<model::worker>(0);
       ++ops["thread exit"];
+    } else if (r < 93) {  // a thread makes the other context of the device current
+      if (capture.on && w == capture.worker) { return; }
+      int const ctx = workers[w]->ctx_ == 0 ? second : 0;
+      workers[w]->call([&] { model::ctx_stack = {ctx}; });
+      workers[w]->ctx_ = ctx;
+      ++ops["context switch"];
     }
     rmm_next::segment_cache_statistics const st = cache->statistics();
     std::uint64_t const below_peak              = st.peak_live_bytes - st.live_bytes;
@@ -576,10 +586,12 @@ TEST(SegmentCacheModel, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
   other.call([&] {
     cuda::stream_ref const zero{cudaStream_t{}};
     void* p = cache.allocate(zero, std::size_t{8} << 20);
-    std::lock_guard lock{the().mutex};
-    model::stream* s = model::resolve_on(cudaStream_t{});
-    if (!model::covers(model::done_before(*s), last_use)) {
-      the().violation("a segment went back before the exited thread's last use of it was done");
+    {
+      std::lock_guard lock{the().mutex};
+      model::stream* s = model::resolve_on(cudaStream_t{});
+      if (!model::covers(model::done_before(*s), last_use)) {
+        the().violation("a segment went back before the exited thread's last use of it was done");
+      }
     }
     cache.deallocate(zero, p, std::size_t{8} << 20);
   });

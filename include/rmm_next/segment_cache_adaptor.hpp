@@ -668,6 +668,10 @@ class segment_cache_state final
     if (it == lanes_.end() || !fences_available() || it->second.fenced == it->second.frees) {
       return;
     }
+    // A context other than the device's primary one may have been destroyed since (and another
+    // made at its address): it is used only while it is still the thread's current context. A
+    // lane of a destroyed context owes nothing: its work ended with it.
+    if (context != primary_ && context != current_context_or_null()) { return; }
     {
       context_scope const scope{context};
       if (!scope.ok() || !stream_is_eager(cudaStreamPerThread)) { return; }
