@@ -372,14 +372,15 @@ class segment_cache_state final
   }
 
   /**
-   * @brief After an allocation on eager `stream` of `lane`: the live bytes rose, so the bound may
-   * have fallen below the idle bytes; the oldest idle segments go back until it holds again.
+   * @brief Gives the oldest idle segments back until the idle bytes are within the bound again:
+   * those of `lane` (0: none) on eager `stream`, the others behind their fences. Called wherever
+   * the idle bytes may have passed the bound: after an allocation (the live bytes rose, so the
+   * bound fell), after graph frees were reclaimed, after an exiting thread's fence.
    */
-  void keep_idle_within_bound_locked(cudaStream_t stream, std::uint64_t lane) noexcept
+  void release_past_bound_locked(cudaStream_t stream, std::uint64_t lane) noexcept
   {
-    if (idle_bytes_ <= options_.max_idle_bytes) { return; }
+    if (idle_bytes_ <= options_.max_idle_bytes) { return; }  // within every bound
     if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
-      relaxed_capture_mode const relaxed;  // an upstream call, as a miss's
       (void)release_idle_locked(stream, lane, bound);
     }
   }
@@ -647,7 +648,7 @@ class segment_cache_state final
   {
     try {
       if (exiting_thread_lanes* const lanes = this_threads_lanes()) {
-        lanes->note(this, this->weak_from_this(), lane, current_context_or_null());
+        lanes->note(this->weak_from_this(), lane, current_context_or_null());
       }
     } catch (...) {  // NOLINT(bugprone-empty-catch): std::bad_alloc: the lane stays unfenced
     }
@@ -662,7 +663,6 @@ class segment_cache_state final
   void thread_exiting(std::uint64_t lane, CUcontext context) noexcept override
   {
     if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
-    relaxed_capture_mode const relaxed;  // what goes back is an upstream call, as a miss's
     std::lock_guard const lock{mutex};
     auto const it = lanes_.find(lane);
     if (it == lanes_.end() || !fences_available() || it->second.fenced == it->second.frees) {
@@ -677,9 +677,7 @@ class segment_cache_state final
       if (!scope.ok() || !stream_is_eager(cudaStreamPerThread)) { return; }
       fence_lane(it->second, cudaStreamPerThread);
     }
-    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
-      (void)release_idle_locked(nullptr, 0, bound);
-    }
+    release_past_bound_locked(nullptr, 0);
   }
 
  private:
@@ -772,9 +770,7 @@ class segment_cache_state final
       put_free(b, *l);
       if (segment.live == 0) { becomes_idle(segment); }
     }
-    if (std::size_t const bound = idle_bound(); idle_bytes_ > bound) {
-      (void)release_idle_locked(nullptr, 0, bound);
-    }
+    release_past_bound_locked(nullptr, 0);
   }
 
   Upstream upstream_;
@@ -891,7 +887,7 @@ class segment_cache_adaptor
     auto& st = *state_;
     std::lock_guard const lock{st.mutex};
     if (void* ptr = st.take_cached(handle, lane, sizes)) {
-      st.keep_idle_within_bound_locked(handle, lane);
+      st.release_past_bound_locked(handle, lane);
       return ptr;
     }
     // Every call into the upstream is made in relaxed capture mode: while another thread captures
@@ -914,7 +910,7 @@ class segment_cache_adaptor
     }
     try {
       void* const ptr = st.take_new_segment(segment, lane, sizes);
-      st.keep_idle_within_bound_locked(handle, lane);
+      st.release_past_bound_locked(handle, lane);
       if (detail::is_per_thread_default_stream(handle)) { st.note_per_thread_lane(lane); }
       return ptr;
     } catch (...) {

@@ -414,11 +414,6 @@ class exiting_thread_lanes {
     }
   }
 
-  /**
-   * @brief Notes that `keeper` (identified by `id`) has segments of `lane`, this thread's
-   * per-thread default stream of `context`; once per cache and lane.
-   * @throws std::bad_alloc
-   */
   /** @brief Set once the calling thread's lanes have been handed over (it is exiting). */
   static bool& gone() noexcept
   {
@@ -426,21 +421,23 @@ class exiting_thread_lanes {
     return exited;
   }
 
-  void note(void const* id,
-            std::weak_ptr<per_thread_lane_keeper> keeper,
-            std::uint64_t lane,
-            CUcontext context)
+  /**
+   * @brief Notes that `keeper` has segments of `lane`, this thread's per-thread default stream of
+   * `context`; once per cache and lane.
+   * @throws std::bad_alloc
+   */
+  void note(std::weak_ptr<per_thread_lane_keeper> keeper, std::uint64_t lane, CUcontext context)
   {
     for (entry const& e : entries_) {
-      if (e.id == id && e.lane == lane) { return; }
+      bool const same_cache = !e.keeper.owner_before(keeper) && !keeper.owner_before(e.keeper);
+      if (same_cache && e.lane == lane) { return; }
     }
     std::erase_if(entries_, [](entry const& e) { return e.keeper.expired(); });
-    entries_.push_back({id, std::move(keeper), lane, context});
+    entries_.push_back({std::move(keeper), lane, context});
   }
 
  private:
   struct entry {
-    void const* id;
     std::weak_ptr<per_thread_lane_keeper> keeper;
     std::uint64_t lane;
     CUcontext context;
