@@ -266,6 +266,34 @@ TEST_P(CaptureMode, AThreadInGlobalModeMissesAndTrimsBesideAnotherThreadsCapture
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+// A thread left in global mode takes segments on its per-thread default stream and exits while
+// another thread captures: its exit fence (an event on its own, eager stream) and the segments
+// it proves free (given back in relaxed mode) harm no capture.
+TEST_P(CaptureMode, AThreadExitingBesideAnotherThreadsCaptureFencesItsStream)
+{
+  beside_a_capture c{GetParam()};
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;  // nothing goes back before the trim
+  cache segments{owned_pool(), options};
+  rmm_next::segment_cache_statistics before_exit{};
+  std::thread{[&] {
+    // The primary context current without cudaFree, which a global-mode capture would refuse.
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    cuda::stream_ref const own{cudaStreamPerThread};
+    for (int i = 0; i < 4096 && (i < 1024 || before_exit.unproven_bytes == 0); ++i) {
+      segments.deallocate(own, segments.allocate(own, busy_bytes), busy_bytes);
+      before_exit = segments.statistics();
+    }
+  }}.join();
+  cudaError_t const ended = c.end();
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorName(ended);
+  ASSERT_GT(before_exit.unproven_bytes, 0u);
+  EXPECT_EQ(segments.statistics().unproven_bytes, 0u);  // the exit fenced the stream
+  EXPECT_GT(segments.trim(), 0u);
+  EXPECT_EQ(segments.statistics().segment_bytes, 0u);
+  CHECK_CUDA(cudaDeviceSynchronize());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryMode,
                          CaptureMode,
                          ::testing::Values(cudaStreamCaptureModeGlobal,
