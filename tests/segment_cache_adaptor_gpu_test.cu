@@ -67,6 +67,53 @@ async_device_resource owned_pool()
   return async_device_resource{options};
 }
 
+/**
+ * Allocates and frees on this thread's per-thread default stream until more of its frees than
+ * `unproven_before` are past its lane's fences (later ones while a kernel writes `value` for `ns`).
+ * @return the statistics after the last free.
+ */
+rmm_next::segment_cache_statistics free_past_the_fences(cache& segments,
+                                                        std::uint64_t unproven_before,
+                                                        word value,
+                                                        unsigned long long ns)
+{
+  cuda::stream_ref const own{cudaStreamPerThread};
+  rmm_next::segment_cache_statistics st{};
+  for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == unproven_before); ++i) {
+    void* p = segments.allocate(own, busy_bytes);
+    if (i >= 1024) { keep_writing(p, busy_bytes, value, cudaStreamPerThread, ns); }
+    segments.deallocate(own, p, busy_bytes);
+    st = segments.statistics();
+  }
+  return st;
+}
+
+/** Options that keep every idle segment until a trim. */
+rmm_next::segment_cache_options keeping_idle_segments()
+{
+  rmm_next::segment_cache_options options;
+  options.max_idle_bytes = std::size_t{1} << 40;
+  return options;
+}
+
+/**
+ * Expects what `pool` hands out next to hold its new user's pattern: memory the cache gave back
+ * went back behind the kernels still writing it.
+ */
+void expect_the_pools_next_user_reads_its_own_writes(async_device_resource& pool, word value)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  void* q = pool.allocate(stream, busy_bytes);  // the pool's, behind the relayed free
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, value, stream);
+  CHECK_CUDA(cudaDeviceSynchronize());  // the kernel, had it not been waited for, writes on
+  check(q, busy_bytes, value, stream, mismatches.get());
+  EXPECT_EQ(mismatches.read(), 0u);
+  pool.deallocate(stream, q, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
 std::uint64_t lane_on_new_thread(cudaStream_t stream)
 {
   std::uint64_t lane = 0;
@@ -381,36 +428,62 @@ TEST(SegmentCacheAdaptorGpu, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
 {
   CHECK_CUDA(cudaFree(nullptr));
   auto pool = owned_pool();
-  rmm_next::segment_cache_options options;
-  options.max_idle_bytes = std::size_t{1} << 40;  // nothing goes back before the trim
-  cache segments{pool, options};
+  cache segments{pool, keeping_idle_segments()};  // nothing goes back before the trim
   rmm_next::segment_cache_statistics before_exit{};
   std::thread{[&] {
     ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
-    cuda::stream_ref const own{cudaStreamPerThread};
-    for (int i = 0; i < 4096 && (i < 1024 || before_exit.unproven_bytes == 0); ++i) {
-      void* p = segments.allocate(own, busy_bytes);
-      if (i >= 1024) { keep_writing(p, busy_bytes, 0xdead, cudaStreamPerThread, 50'000'000ULL); }
-      segments.deallocate(own, p, busy_bytes);
-      before_exit = segments.statistics();
-    }
+    before_exit = free_past_the_fences(segments, 0, 0xdead, 50'000'000ULL);
   }}.join();
   ASSERT_GT(before_exit.unproven_bytes, 0u);
   EXPECT_GT(segments.trim(), 0u);
   auto const st = segments.statistics();
   EXPECT_EQ(st.unproven_bytes, 0u);
   EXPECT_EQ(st.segment_bytes, 0u);
+  expect_the_pools_next_user_reads_its_own_writes(pool, 44);
+  EXPECT_EQ(pool.statistics().used_bytes, 0u);
+}
+
+// A thread takes segments on the per-thread default stream of a second context, frees past that
+// lane's fences while a kernel still writes, and destroys the context before it exits. Its exit
+// must not make the destroyed context current to fence that lane (the driver refuses it, or another
+// context sits at its address): the lane stays unproven, nothing is reported, and its per-thread
+// stream of the primary context, used last, is fenced and goes back as usual.
+TEST(SegmentCacheAdaptorGpu, AThreadWhoseSecondContextIsDestroyedExitsWithoutFencingItsLane)
+{
+  CHECK_CUDA(cudaFree(nullptr));
+  auto pool = owned_pool();
+  cache segments{pool, keeping_idle_segments()};  // nothing goes back before the trim
+  rmm_next::segment_cache_statistics in_second{};
+  rmm_next::segment_cache_statistics before_exit{};
+  std::thread{[&] {
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+    CUcontext const primary = rmm_next::detail::current_context_or_null();
+    {
+      second_context ctx2;
+      ctx2.make_current();
+      in_second = free_past_the_fences(segments, 0, 0xdead, 1'000'000ULL);
+      ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+      ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+    }  // the second context is destroyed here, its per-thread stream with it
+    before_exit = free_past_the_fences(segments, in_second.unproven_bytes, 0xbeef, 50'000'000ULL);
+  }}.join();
+  ASSERT_GT(in_second.unproven_bytes, 0u);
+  ASSERT_GT(before_exit.unproven_bytes, in_second.unproven_bytes);  // the primary lane's too
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  (void)segments.trim();
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.unproven_bytes, in_second.unproven_bytes);  // the destroyed context's lane alone
+  EXPECT_EQ(st.segment_bytes, st.unproven_bytes);          // everything proven went back
+  EXPECT_EQ(st.live_bytes, 0u);
+  // What the primary lane gave back went back behind the exiting thread's last kernel.
+  expect_the_pools_next_user_reads_its_own_writes(pool, 45);
+  // The cache goes on serving this thread.
   stream_guard guard;
   cudaStream_t const stream = guard;
-  void* q = pool.allocate(stream, busy_bytes);  // the pool's, behind the relayed free
-  mismatch_counter mismatches;
-  fill(q, busy_bytes, 44, stream);
-  CHECK_CUDA(cudaDeviceSynchronize());  // the kernel, had it not been waited for, writes on
-  check(q, busy_bytes, 44, stream, mismatches.get());
-  EXPECT_EQ(mismatches.read(), 0u);
-  pool.deallocate(stream, q, busy_bytes);
+  void* r                   = segments.allocate(stream, busy_bytes);
+  segments.deallocate(stream, r, busy_bytes);
   CHECK_CUDA(cudaStreamSynchronize(stream));
-  EXPECT_EQ(pool.statistics().used_bytes, 0u);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 // Blocks of one stream's segment all freed on another (a producer and a consumer): the segment goes

@@ -20,8 +20,10 @@
 // RMM_NEXT_MODEL_SEED picks the seed (printed) and RMM_NEXT_MODEL_SECONDS the time (default 3).
 
 #include "support/driver_model.hpp"
+#include "support/forked_child.hpp"
 #include "support/model_pool.hpp"
 
+#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/segment_cache_adaptor.hpp>
 
@@ -595,6 +597,54 @@ TEST(SegmentCacheModel, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
     }
     cache.deallocate(zero, p, std::size_t{8} << 20);
   });
+  model::report_violations(0);
+}
+
+// A child forked by a thread that took segments on its per-thread default stream inherits that
+// thread's exit registry. The child cannot use the driver, and the stream is its parent's: when the
+// child's thread exits (std::exit runs its thread-local destructors), the exit fence must do
+// nothing. The parent's thread still fences its lane when it exits.
+TEST(SegmentCacheModel, AForkedChildsExitFencesNothingAndTheParentsThreadStillDoes)
+{
+  rmm_next::detail::watch_runtime_teardown();  // as the first CUDA call of a resource does
+  cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+  auto& cache = c.cache;
+  rmm_next::segment_cache_statistics st{};
+  std::string child;
+  {
+    model::worker thread{0};
+    thread.call([&] {
+      cuda::stream_ref const own{cudaStreamPerThread};
+      for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == 0); ++i) {
+        std::size_t const bytes = std::size_t{4096} << (i % 12);  // 4 KiB to 8 MiB
+        cache.deallocate(own, cache.allocate(own, bytes), bytes);
+        st = cache.statistics();
+      }
+      child = rmm_next::test::run_in_forked_child([&] {
+        // Runs after this thread's thread-local destructors, std::exit's first step.
+        static rmm_next::segment_cache_adaptor<model_pool>* inherited;
+        static std::uint64_t unproven;
+        inherited = &cache;
+        unproven  = st.unproven_bytes;
+        std::atexit(+[] {
+          int code = 0;
+          if (inherited->statistics().unproven_bytes != unproven) { code |= 1; }
+          if (!the().violations.empty()) { code |= 2; }
+          std::_Exit(code);
+        });
+        std::exit(0);
+        return 0;
+      });
+    });
+    ASSERT_GT(st.unproven_bytes, 0u);
+    EXPECT_EQ(cache.statistics().unproven_bytes, st.unproven_bytes);  // the parent's lane as it was
+  }  // the parent's thread exits and fences its lane
+  EXPECT_EQ(child, "") << "bits: 1 the child's exit fenced its parent's stream, 2 a driver call "
+                          "the model refused";
+  EXPECT_EQ(cache.statistics().unproven_bytes, 0u);
+  model::worker other{0};
+  other.call([&] { EXPECT_EQ(cache.trim(), st.idle_bytes); });
+  EXPECT_EQ(c.ps.in_use, 0u);
   model::report_violations(0);
 }
 
