@@ -211,6 +211,16 @@ add_resource_kind const segment_idle_1024{
    "rmm_next::segment_cache_adaptor, max_idle_bytes 1 GiB, over async_device_current",
    &make_measured<segment_cache_bounded<1024>>}};
 
+add_resource_kind const segment_idle_16{
+  {"segment_cache_idle16",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.25, over "
+   "async_device_current",
+   &make_measured<segment_cache_bounded<16>>}};
+add_resource_kind const segment_idle_16_half{
+  {"segment_cache_idle16_f50",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.5, over "
+   "async_device_current",
+   &make_measured<segment_cache_bounded<16, 50>>}};
 add_resource_kind const segment_idle_32_half{
   {"segment_cache_idle32_f50",
    "rmm_next::segment_cache_adaptor, max_idle_bytes 32 MiB, max_idle_fraction 0.5, over "

@@ -44,7 +44,7 @@ class address_upstream {
     std::FILE* log = nullptr;  ///< the upstream's calls, as a trace (RMM_NEXT_SIM_UPSTREAM_LOG)
   };
 
-  [[nodiscard]] void* allocate(cuda::stream_ref, std::size_t bytes, std::size_t)
+  [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t)
   {
     std::uintptr_t const address = c_->next;
     c_->next += (bytes + 4095) & ~std::size_t{4095};
@@ -52,14 +52,24 @@ class address_upstream {
     c_->peak = c_->held > c_->peak ? c_->held : c_->peak;
     ++c_->requests;
     if (c_->log != nullptr) {
-      std::fprintf(c_->log, "0,0,allocate,%p,%zu,0\n", reinterpret_cast<void*>(address), bytes);
+      std::fprintf(c_->log,
+                   "0,0,allocate,%p,%zu,%#zx\n",
+                   reinterpret_cast<void*>(address),
+                   bytes,
+                   reinterpret_cast<std::uintptr_t>(stream.get()));
     }
     return reinterpret_cast<void*>(address);
   }
-  void deallocate(cuda::stream_ref, void* ptr, std::size_t bytes, std::size_t) noexcept
+  void deallocate(cuda::stream_ref stream, void* ptr, std::size_t bytes, std::size_t) noexcept
   {
     c_->held -= bytes;
-    if (c_->log != nullptr) { std::fprintf(c_->log, "0,0,free,%p,%zu,0\n", ptr, bytes); }
+    if (c_->log != nullptr) {
+      std::fprintf(c_->log,
+                   "0,0,free,%p,%zu,%#zx\n",
+                   ptr,
+                   bytes,
+                   reinterpret_cast<std::uintptr_t>(stream.get()));
+    }
   }
   [[nodiscard]] void* allocate_sync(std::size_t bytes, std::size_t alignment)
   {
