@@ -386,6 +386,54 @@ TEST(ThreadCacheAdaptorGpu, StreamZeroOfASecondContextNeverGetsThePrimaryContext
   CHECK_CUDA(cudaDeviceSynchronize());
 }
 
+// A thread caches blocks freed on a stream and on its per-thread default stream of a second
+// context, which is destroyed before the thread exits. The fences those frees took were relayed
+// into the primary context, so the thread's exit gives the blocks back without waiting on an event
+// of the destroyed context, and without making it current again: nothing is refused, nothing stays
+// unproven, and the pool hands the memory out again.
+TEST(ThreadCacheAdaptorGpu, BlocksCachedInASecondContextGoBackAfterItIsDestroyed)
+{
+  CHECK_CUDA(cudaFree(nullptr));
+  auto upstream = owned_pool();
+  thread_cache_adaptor<async_device_resource> cache{upstream};
+  std::thread{[&] {
+    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+    CUcontext const primary = current_context();
+    {
+      second_context ctx2;
+      ctx2.make_current();
+      cudaStream_t theirs{};
+      ASSERT_EQ(cudaStreamCreateWithFlags(&theirs, cudaStreamNonBlocking), cudaSuccess);
+      for (cudaStream_t const s : {theirs, cudaStreamPerThread}) {
+        void* p = cache.allocate(s, busy_bytes);
+        keep_writing(p, 0xdead, s, 1'000'000ULL);
+        cache.deallocate(s, p, busy_bytes);  // cached, its fence relayed to the primary context
+      }
+      ASSERT_EQ(cudaStreamSynchronize(theirs), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+      ASSERT_EQ(cudaStreamDestroy(theirs), cudaSuccess);
+      ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+    }  // the second context is destroyed here
+  }}.join();  // the thread exits: its cache's blocks go back
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  (void)cache.flush();
+  auto const st = cache.statistics();
+  EXPECT_EQ(st.cached_bytes, 0u);
+  EXPECT_EQ(st.unproven_bytes, 0u);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  EXPECT_EQ(upstream.statistics().used_bytes, 0u);
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  void* q                   = cache.allocate(stream, busy_bytes);
+  mismatch_counter mismatches;
+  fill(q, busy_bytes, 13, stream);
+  check(q, busy_bytes, 13, stream, mismatches.get());
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(mismatches.read(), 0u);
+  cache.deallocate(stream, q, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
 /** What makes a cache give blocks back while another thread captures. */
 enum class release_kind { thread_exit, eviction, reused_handle, out_of_memory, flush };
 

@@ -383,6 +383,52 @@ TEST(ThreadCacheModel, AnAdaptorOfAnotherDeviceReleasesOnAStreamOfThatDevice)
   EXPECT_TRUE(the().violations.empty()) << the().violations.front();
 }
 
+// A thread caches blocks freed on its per-thread default stream of a second context, past the
+// stream's last fence, goes back to the primary context, and the second context is destroyed before
+// the thread exits. The exit fences the thread's per-thread streams: never by making the destroyed
+// context current (the driver refuses it, or another context took its address), and the fences
+// its list took while the context lived stay valid (they were relayed into the primary context):
+// the cached blocks they prove go back, the primary context's list is fenced as before, and only
+// the second context's frees after its last fence stay unproven.
+TEST(ThreadCacheModel, AThreadWhoseSecondContextIsDestroyedExitsWithoutMakingItCurrent)
+{
+  the().violations.clear();  // this test's own, not those of a test before it
+  model_pool pool{std::size_t{1} << 20};
+  model_pool::state& ps = pool.get();
+  rmm_next::thread_cache_options options;
+  options.fence_interval = 64;  // the last frees of each list stay unfenced
+  rmm_next::thread_cache_adaptor<model_pool> cache{pool, options};
+  int second = 0;
+  {
+    std::lock_guard lock{the().mutex};
+    second = the().create_context(0);
+  }
+  cuda::stream_ref const own{cudaStreamPerThread};
+  auto use_own = [&] {
+    for (int i = 0; i < 1000; ++i) {
+      cache.deallocate(own, cache.allocate(own, 4096), 4096);
+    }
+  };
+  {
+    worker thread{0};
+    thread.call([&] {
+      model::ctx_stack = {second};
+      use_own();
+      model::ctx_stack = {0};
+      use_own();
+    });
+    std::lock_guard lock{the().mutex};
+    the().destroy_context(second);
+  }  // the thread exits
+  EXPECT_TRUE(the().violations.empty()) << the().violations.front();
+  auto const st = cache.statistics();
+  EXPECT_EQ(st.cached_bytes, 0u);
+  // The second context's last frees, after its list's last fence, stay unproven and allocated;
+  // everything else went back.
+  EXPECT_GT(st.unproven_bytes, 0u);
+  EXPECT_EQ(ps.in_use, st.unproven_bytes);
+}
+
 TEST(ThreadCacheModel, TheDeviceOfAContextThatTookADestroyedContextsAddressIsAskedAgain)
 {
   std::thread{[] {

@@ -174,6 +174,18 @@ class thread_cache_state final : public cache_backend {
     (void)synchronize_stream(reinterpret_cast<cudaStream_t>(stream));
   }
 
+  /**
+   * @brief Where the fences of a list of a stream of `context` go (`fence_relay`): through the
+   * release stream when `context` is another one than the device's primary context, else nowhere.
+   */
+  fence_relay relay_for(CUcontext context) noexcept
+  {
+    std::lock_guard lock{release_mutex_};
+    CUstream const relay = release_stream();
+    if (relay == nullptr || context == nullptr || context == primary_) { return {}; }
+    return {relay, primary_};
+  }
+
   /** @brief The resource (or ref) blocks come from and go back to. */
   [[nodiscard]] Upstream& upstream() noexcept { return upstream_; }
   [[nodiscard]] Upstream const& upstream() const noexcept { return upstream_; }
@@ -241,10 +253,7 @@ class thread_cache_state final : public cache_backend {
    */
   CUstream release_stream() noexcept
   {
-    if (release_stream_ == nullptr) {
-      CUcontext primary{};
-      release_stream_ = make_primary_stream(device_, primary);
-    }
+    if (release_stream_ == nullptr) { release_stream_ = make_primary_stream(device_, primary_); }
     return release_stream_;
   }
 
@@ -275,6 +284,7 @@ class thread_cache_state final : public cache_backend {
   pointer_set graph_blocks_;  ///< pointers allocated during stream capture
   std::mutex release_mutex_;
   CUstream release_stream_{};
+  CUcontext primary_{};  ///< the release stream's context, the device's primary one
 };
 
 }  // namespace detail
@@ -512,7 +522,7 @@ class thread_cache_adaptor
       std::lock_guard lock{cache.lock};
       auto& list = cache.list_for(handle, key, label(handle, key, id), stale);
       if (list.id != id) {  // another stream now lives at this handle
-        cache.relabel(list, id, key != nullptr ? key : detail::stream_context(handle), stale);
+        relabel(cache, list, id, handle, key, stale);
       }
       ptr = cache.pop(list, cls);
     }
@@ -544,7 +554,7 @@ class thread_cache_adaptor
       bool const fence = list.id != 0 && cache.fence_due(list, cls);
       if (fence) {  // the list's label is checked before its stream is fenced
         if (std::uint64_t const id = detail::stream_id(handle); id != list.id) {
-          cache.relabel(list, id, key != nullptr ? key : detail::stream_context(handle), given_up);
+          relabel(cache, list, id, handle, key, given_up);
         }
       }
       cached = list.id != 0 && cache.push(list, cls, ptr);
@@ -572,17 +582,28 @@ class thread_cache_adaptor
   /**
    * @brief What labels a new list of `handle`: its id (`id`, or asked when 0) and its context.
    */
-  static auto label(cudaStream_t handle, CUcontext key, std::uint64_t id) noexcept
+  auto label(cudaStream_t handle, CUcontext key, std::uint64_t id) const noexcept
   {
-    return [handle, key, id](detail::thread_cache::stream_list& l) noexcept {
+    return [state = state_.get(), handle, key, id](detail::thread_cache::stream_list& l) noexcept {
       l.id                    = id != 0 ? id : detail::stream_id(handle);
       CUcontext const context = key != nullptr ? key : detail::stream_context(handle);
-      if (l.context != context) {
-        detail::destroy_fence_event(l.fence);
-        l.fence   = nullptr;
-        l.context = context;
+      if (l.context != context || l.fence == nullptr) {
+        detail::thread_cache::set_context(l, context, state->relay_for(context));
       }
     };
+  }
+
+  /** @brief Gives `list` to the stream of id `id` found at `handle` (see `thread_cache::relabel`).
+   */
+  void relabel(detail::thread_cache& cache,
+               detail::thread_cache::stream_list& list,
+               std::uint64_t id,
+               cudaStream_t handle,
+               CUcontext key,
+               detail::taken_blocks& out) const
+  {
+    CUcontext const context = key != nullptr ? key : detail::stream_context(handle);
+    cache.relabel(list, id, context, state_->relay_for(context), out);
   }
 
   detail::thread_cache* local_cache_noexcept() noexcept

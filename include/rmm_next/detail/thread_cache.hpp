@@ -230,6 +230,17 @@ class cache_registry;
 // ---- One thread's cache for one adaptor -------------------------------------------------------
 
 /**
+ * @brief Where the fences of a list of a stream of another context than the device's primary one
+ * are relayed: `stream`, of `primary`, waits for each and records the list's event there, so that
+ * the event stays valid after that context is destroyed (`record_lasting_fence`). A null `stream`:
+ * fences are recorded in the stream's own context.
+ */
+struct fence_relay {
+  CUstream stream{};
+  CUcontext primary{};
+};
+
+/**
  * @brief The blocks one thread has freed through one adaptor, in a free list per stream and size
  * class.
  *
@@ -256,7 +267,8 @@ class thread_cache {
   struct stream_list {
     cudaStream_t handle{};
     CUcontext key_context{};  ///< the context a default-stream handle names; else null
-    CUcontext context{};      ///< the stream's context, where its fence lives
+    CUcontext context{};      ///< the stream's context
+    fence_relay relay{};      ///< for a context other than the primary one: where fences live
     std::uint64_t id{};
     std::uint64_t last_use{};
     std::size_t bytes{};
@@ -344,17 +356,27 @@ class thread_cache {
    * @brief Gives `list` to the stream of id `id` and context `context` after a stale id was found
    * at its handle: its blocks go into `out` first. Lock held.
    */
-  void relabel(stream_list& list, std::uint64_t id, CUcontext context, taken_blocks& out)
+  void relabel(
+    stream_list& list, std::uint64_t id, CUcontext context, fence_relay relay, taken_blocks& out)
   {
     take_all(list, out);
     list.id    = id;
     list.frees = 0;
-    if (list.context != context) {
-      destroy_fence_event(list.fence);
-      list.fence   = nullptr;
-      list.context = context;
-    }
+    set_context(list, context, relay);
     adopt(list);
+  }
+
+  /**
+   * @brief Gives `list` to a stream of `context`, whose fences go through `relay` (see
+   * `fence_relay`); its fence event is made anew at the next fence when either changes. Lock held.
+   */
+  static void set_context(stream_list& list, CUcontext context, fence_relay relay) noexcept
+  {
+    if (list.context == context && list.relay.stream == relay.stream) { return; }
+    destroy_fence_event(list.fence);
+    list.fence   = nullptr;
+    list.context = context;
+    list.relay   = relay;
   }
 
   /** @brief Pops a block of class `cls` from `list`, or nullptr. Lock held. */
@@ -410,8 +432,19 @@ class thread_cache {
   {
     if (list.unfenced == 0 || !fences_available()) { return; }
     relaxed_capture_mode const relaxed;
-    if (list.fence == nullptr) { list.fence = make_fence_event(list.context); }
-    if (!record_fence(list.fence, list.handle)) { return; }
+    if (list.relay.stream == nullptr) {
+      if (list.fence == nullptr) { list.fence = make_fence_event(list.context); }
+      if (!record_fence(list.fence, list.handle)) { return; }
+    } else {
+      if (list.fence == nullptr) { list.fence = make_fence_event(list.relay.primary); }
+      if (list.fence == nullptr ||
+          record_lasting_fence(list.handle,
+                               list.relay.primary,
+                               reinterpret_cast<cudaStream_t>(list.relay.stream),
+                               list.fence) == nullptr) {
+        return;
+      }
+    }
     for (bin& b : list.bins) {
       b.fenced = b.blocks.size();
     }
@@ -505,8 +538,9 @@ class thread_cache {
   }
 
   /**
-   * @brief Fences `l` if it is a list of the calling thread's own per-thread default stream (of
-   * any context): alive while the thread is, and captured only by it. Lock held.
+   * @brief Fences `l` if it is a list of the calling thread's own per-thread default stream:
+   * alive while the thread is, and captured only by it. That of another context than the
+   * primary one only while that context is current. Lock held.
    */
   static void fence_if_per_thread(stream_list& l) noexcept
   {
@@ -514,6 +548,10 @@ class thread_cache {
         runtime_unloading().load(std::memory_order_relaxed)) {
       return;
     }
+    // A context other than the device's primary one may have been destroyed since (and another
+    // made at its address): it is used only while it is the thread's current context anyway.
+    // Otherwise the list's last frees stay unproven (a destroyed context's work is over).
+    if (l.relay.stream != nullptr && l.context != current_context_or_null()) { return; }
     context_scope const scope{l.context};
     if (scope.ok() && stream_is_eager(l.handle)) { fence(l); }
   }
