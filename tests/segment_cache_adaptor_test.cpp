@@ -33,6 +33,8 @@ namespace {
 using rmm_next::test::fake_resource;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
+/** Requests above 1 MiB up to 10 MiB share segments of this size. */
+constexpr std::size_t medium_segment = rmm_next::detail::medium_segment_bytes;
 
 /** @brief Host memory with a capacity, recording each request's size; copies share all. */
 class counted_upstream {
@@ -184,7 +186,7 @@ TEST(SegmentCacheAdaptor, SegmentSizesFollowTheRequest)
   auto const s = stream_of(0x10);
   void* medium = cache.allocate(s, 3 * MiB);
   void* large  = cache.allocate(s, 30 * MiB + 1);
-  EXPECT_EQ(up.get().requests, (std::vector<std::size_t>{20 * MiB, 32 * MiB}));
+  EXPECT_EQ(up.get().requests, (std::vector<std::size_t>{medium_segment, 32 * MiB}));
   // The rest of the medium segment serves the next medium request.
   void* second = cache.allocate(s, 5 * MiB);
   EXPECT_EQ(static_cast<char*>(second) - static_cast<char*>(medium), std::ptrdiff_t(3 * MiB));
@@ -218,12 +220,12 @@ TEST(SegmentCacheAdaptor, IdleSegmentsBeyondTheBoundGoBackOldestFirst)
   o.max_idle_bytes = 2 * MiB;
   cache_t cache{up, 0, o};
   auto const s = stream_of(0x10);
-  void* a      = cache.allocate(s, MiB + 1);  // a medium segment, 20 MiB
+  void* a      = cache.allocate(s, MiB + 1);  // a medium segment
   void* b      = cache.allocate(s, 1000);     // a small one, 2 MiB
   cache.deallocate(s, b, 1000);
   EXPECT_EQ(cache.statistics().idle_bytes, 2 * MiB);  // within the bound: kept
   EXPECT_EQ(up.get().frees, 0);
-  cache.deallocate(s, a, MiB + 1);  // 22 MiB idle: the oldest (the small one) goes, then 20 MiB
+  cache.deallocate(s, a, MiB + 1);  // past the bound: the oldest (the small one) goes, then a
   EXPECT_EQ(up.get().frees, 2);
   rmm_next::segment_cache_statistics const st = cache.statistics();
   EXPECT_EQ(st.idle_bytes, 0u);
@@ -371,29 +373,31 @@ TEST(SegmentCacheAdaptor, IdleSegmentsGoBackWhenTheLiveBytesRiseBackTowardsThePe
   cache_t cache{up, 0, idle_bounds(0, 1)};
   auto const s = stream_of(0x10);
   void* x      = cache.allocate(s, 12 * MiB);  // a 12 MiB segment of its own
-  void* y      = cache.allocate(s, 2 * MiB);   // medium: a 20 MiB segment
-  void* z      = cache.allocate(s, 8 * MiB);   // the same medium segment, after y
+  void* y      = cache.allocate(s, 2 * MiB);   // a medium segment
+  void* z      = cache.allocate(s, 6 * MiB);   // the same medium segment, after y
+  static_assert(medium_segment == 16 * MiB,
+                "the sizes below leave an 8 MiB tail in the medium segment");
   EXPECT_EQ(static_cast<char*>(z), static_cast<char*>(y) + 2 * MiB);
   EXPECT_EQ(cache.statistics().misses, 2u);  // x and y; z is a hit in y's segment
-  EXPECT_EQ(cache.statistics().peak_live_bytes, 22 * MiB);
-  cache.deallocate(s, x, 12 * MiB);  // 10 MiB live, 12 below the peak: x's segment stays idle
+  EXPECT_EQ(cache.statistics().peak_live_bytes, 20 * MiB);
+  cache.deallocate(s, x, 12 * MiB);  // 8 MiB live, 12 below the peak: x's segment stays idle
   EXPECT_EQ(cache.statistics().idle_bytes, 12 * MiB);
   EXPECT_EQ(cache.statistics().idle_bound, 12 * MiB);
   EXPECT_EQ(up.get().frees, 0);
-  void* u = cache.allocate(s, 8 * MiB);  // best fit: the medium segment's 10 MiB tail, a hit
-  EXPECT_EQ(static_cast<char*>(u), static_cast<char*>(z) + 8 * MiB);
+  void* u = cache.allocate(s, 6 * MiB);  // best fit: the medium segment's 8 MiB tail, a hit
+  EXPECT_EQ(static_cast<char*>(u), static_cast<char*>(z) + 6 * MiB);
   EXPECT_EQ(cache.statistics().hits, 2u);
   EXPECT_EQ(cache.statistics().misses, 2u);
-  cache.deallocate(s, y, 2 * MiB);  // 16 MiB live, 6 below the peak: the 12 MiB idle segment goes
+  cache.deallocate(s, y, 2 * MiB);  // 12 MiB live, 8 below the peak: the 12 MiB idle segment goes
   rmm_next::segment_cache_statistics const st = cache.statistics();
-  EXPECT_EQ(st.idle_bound, 6 * MiB);
+  EXPECT_EQ(st.idle_bound, 8 * MiB);
   EXPECT_EQ(st.idle_bytes, 0u);
   EXPECT_EQ(st.released_segments, 1u);
   EXPECT_EQ(up.get().frees, 1);
-  EXPECT_EQ(up.get().in_use, 20 * MiB);  // the medium segment alone: no more than the peak's
-  cache.deallocate(s, z, 8 * MiB);
-  cache.deallocate(s, u, 8 * MiB);
-  EXPECT_EQ(cache.trim(s), 20 * MiB);
+  EXPECT_EQ(up.get().in_use, medium_segment);  // the medium segment alone: no more than the peak's
+  cache.deallocate(s, z, 6 * MiB);
+  cache.deallocate(s, u, 6 * MiB);
+  EXPECT_EQ(cache.trim(s), medium_segment);
   EXPECT_EQ(up.get().in_use, 0u);
 }
 
@@ -440,7 +444,7 @@ TEST(SegmentCacheAdaptor, TrimGivesBackEveryIdleSegmentAndKeepsTheLiveOnes)
   auto const s2 = stream_of(0x20);
   std::vector<void*> on1;
   for (int i = 0; i < 5; ++i) {
-    on1.push_back(cache.allocate(s1, 3 * MiB));  // 5 x 3 MiB in one 20 MiB segment
+    on1.push_back(cache.allocate(s1, 3 * MiB));  // 5 x 3 MiB in one medium segment
   }
   void* kept = cache.allocate(s2, 100);
   void* big  = cache.allocate(s2, 64 * MiB);
@@ -448,8 +452,8 @@ TEST(SegmentCacheAdaptor, TrimGivesBackEveryIdleSegmentAndKeepsTheLiveOnes)
     cache.deallocate(s1, p, 3 * MiB);
   }
   cache.deallocate(s2, big, 64 * MiB);
-  EXPECT_EQ(up.get().in_use, 20 * MiB + 2 * MiB + 64 * MiB);
-  EXPECT_EQ(cache.trim(s1), 84 * MiB);
+  EXPECT_EQ(up.get().in_use, medium_segment + 2 * MiB + 64 * MiB);
+  EXPECT_EQ(cache.trim(s1), medium_segment + 64 * MiB);
   EXPECT_EQ(up.get().in_use, 2 * MiB);  // the segment of the live block stays
   EXPECT_EQ(cache.statistics().live_bytes, 512u);
   cache.deallocate(s2, kept, 100);

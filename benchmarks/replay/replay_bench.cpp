@@ -136,8 +136,9 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
 
 /**
  * @brief The segment cache with a chosen idle bound, over the current pool. With
- * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends "frees,idle_bytes,segment_bytes,live_bytes"
- * to that file (statistics() takes the cache's lock: a run that samples is not a timing run).
+ * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends
+ * "frees,idle_bytes,segment_bytes,live_bytes,idle_bound" to that file (statistics() takes the
+ * cache's lock: a run that samples is not a timing run).
  */
 template <std::size_t MaxIdleMiB, unsigned FractionPercent = 25>
 class segment_cache_bounded : public cache_resource<segment_cache> {
@@ -151,7 +152,7 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
     if (char const* path = std::getenv("RMM_NEXT_REPLAY_IDLE_CSV"); path != nullptr && *path) {
       samples_ = std::fopen(path, "w");
       if (samples_ != nullptr) {
-        std::fputs("frees,idle_bytes,segment_bytes,live_bytes\n", samples_);
+        std::fputs("frees,idle_bytes,segment_bytes,live_bytes,idle_bound\n", samples_);
       }
     }
   }
@@ -167,11 +168,12 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
     if (samples_ != nullptr && ++frees_ % 16 == 0) {
       auto const st = resource().statistics();
       std::fprintf(samples_,
-                   "%llu,%llu,%llu,%llu\n",
+                   "%llu,%llu,%llu,%llu,%llu\n",
                    static_cast<unsigned long long>(frees_),
                    static_cast<unsigned long long>(st.idle_bytes),
                    static_cast<unsigned long long>(st.segment_bytes),
-                   static_cast<unsigned long long>(st.live_bytes));
+                   static_cast<unsigned long long>(st.live_bytes),
+                   static_cast<unsigned long long>(st.idle_bound));
     }
   }
 
@@ -200,7 +202,7 @@ std::unique_ptr<replay_resource> make_measured()
 
 add_resource_kind const segment_idle_64{
   {"segment_cache_idle64",
-   "rmm_next::segment_cache_adaptor, max_idle_bytes 64 MiB (the default), sampled",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 64 MiB, max_idle_fraction 0.25, sampled",
    &make_measured<segment_cache_bounded<64>>}};
 add_resource_kind const segment_idle_256{
   {"segment_cache_idle256",
@@ -213,8 +215,8 @@ add_resource_kind const segment_idle_1024{
 
 add_resource_kind const segment_idle_16{
   {"segment_cache_idle16",
-   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.25, over "
-   "async_device_current",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.25 (the "
+   "default), sampled",
    &make_measured<segment_cache_bounded<16>>}};
 add_resource_kind const segment_idle_16_half{
   {"segment_cache_idle16_f50",
