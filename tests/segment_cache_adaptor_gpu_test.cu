@@ -48,7 +48,7 @@ using rmm_next::test::stream_guard;
 #define CHECK_CUDA(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 constexpr std::size_t MiB        = std::size_t{1} << 20;
-constexpr std::size_t busy_bytes = 3 * MiB;  // a medium block, in a segment of 16 MiB
+constexpr std::size_t busy_bytes = 3 * MiB;  // a medium block, in a shared medium segment
 
 /** Keeps writing `value` into the block on `stream` for `ns` nanoseconds after its free there. */
 void keep_writing(void* p,

@@ -371,31 +371,30 @@ TEST(SegmentCacheAdaptor, IdleSegmentsGoBackWhenTheLiveBytesRiseBackTowardsThePe
 {
   counted_upstream up;
   cache_t cache{up, 0, idle_bounds(0, 1)};
-  auto const s = stream_of(0x10);
-  void* x      = cache.allocate(s, 12 * MiB);  // a 12 MiB segment of its own
-  void* y      = cache.allocate(s, 2 * MiB);   // a medium segment
-  void* z      = cache.allocate(s, 6 * MiB);   // the same medium segment, after y
-  static_assert(medium_segment == 16 * MiB,
-                "the sizes below leave an 8 MiB tail in the medium segment");
+  auto const s              = stream_of(0x10);
+  std::size_t const z_bytes = medium_segment - 10 * MiB;    // y and z leave an 8 MiB tail
+  void* x                   = cache.allocate(s, 12 * MiB);  // a 12 MiB segment of its own
+  void* y                   = cache.allocate(s, 2 * MiB);   // a medium segment
+  void* z                   = cache.allocate(s, z_bytes);   // the same medium segment, after y
   EXPECT_EQ(static_cast<char*>(z), static_cast<char*>(y) + 2 * MiB);
   EXPECT_EQ(cache.statistics().misses, 2u);  // x and y; z is a hit in y's segment
-  EXPECT_EQ(cache.statistics().peak_live_bytes, 20 * MiB);
-  cache.deallocate(s, x, 12 * MiB);  // 8 MiB live, 12 below the peak: x's segment stays idle
+  EXPECT_EQ(cache.statistics().peak_live_bytes, 14 * MiB + z_bytes);
+  cache.deallocate(s, x, 12 * MiB);  // 12 MiB below the peak: x's segment stays idle
   EXPECT_EQ(cache.statistics().idle_bytes, 12 * MiB);
   EXPECT_EQ(cache.statistics().idle_bound, 12 * MiB);
   EXPECT_EQ(up.get().frees, 0);
   void* u = cache.allocate(s, 6 * MiB);  // best fit: the medium segment's 8 MiB tail, a hit
-  EXPECT_EQ(static_cast<char*>(u), static_cast<char*>(z) + 6 * MiB);
+  EXPECT_EQ(static_cast<char*>(u), static_cast<char*>(z) + z_bytes);
   EXPECT_EQ(cache.statistics().hits, 2u);
   EXPECT_EQ(cache.statistics().misses, 2u);
-  cache.deallocate(s, y, 2 * MiB);  // 12 MiB live, 8 below the peak: the 12 MiB idle segment goes
+  cache.deallocate(s, y, 2 * MiB);  // 8 MiB below the peak: the 12 MiB idle segment goes
   rmm_next::segment_cache_statistics const st = cache.statistics();
   EXPECT_EQ(st.idle_bound, 8 * MiB);
   EXPECT_EQ(st.idle_bytes, 0u);
   EXPECT_EQ(st.released_segments, 1u);
   EXPECT_EQ(up.get().frees, 1);
   EXPECT_EQ(up.get().in_use, medium_segment);  // the medium segment alone: no more than the peak's
-  cache.deallocate(s, z, 6 * MiB);
+  cache.deallocate(s, z, z_bytes);
   cache.deallocate(s, u, 6 * MiB);
   EXPECT_EQ(cache.trim(s), medium_segment);
   EXPECT_EQ(up.get().in_use, 0u);

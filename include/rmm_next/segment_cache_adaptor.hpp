@@ -810,7 +810,7 @@ class segment_cache_state final
  *
  * Where memory sits (docs/segment_cache.md gives the reasoning and the costs):
  * - Requests are rounded up to 512 bytes. Up to 1 MiB they share segments of 2 MiB, up to 10 MiB
- *   segments of 16 MiB, and larger ones get a segment of their own (rounded to 2 MiB). Segments
+ *   segments of 20 MiB, and larger ones get a segment of their own (rounded to 2 MiB). Segments
  *   come from the upstream, so the memory is the shared pool's.
  * - Each segment belongs to the stream (its lane: `stream_lane`) it was first allocated on. Its
  *   free blocks are found best-fit, split, and merged with free neighbours again. A block freed on
