@@ -4,8 +4,8 @@
 """The segment cache's default idle bound on the committed traces (benchmarks/replay/traces), on
 the CPU through benchmarks' segment_cache_sim: against max_idle_bytes alone (max_idle_fraction 0)
 it takes no more segments from the upstream on any trace, and a quarter fewer over all of them,
-and holds at most 12 % more at its peak (the CuPy trace comes closest, 10 %: its large segments
-split for smaller requests hold more while the fraction keeps a step's segments).
+and holds at most 7 % more at its peak (the ResNet-18 trace, whose shapes change every step, comes
+closest).
 
     segment_cache_sim_test.py SIM TRACES_DIR
 """
@@ -29,7 +29,7 @@ with tempfile.TemporaryDirectory() as tmp:
         with gzip.open(trace, "rb") as source, open(log, "wb") as target:
             shutil.copyfileobj(source, target)
         runs = {}
-        for label, args in (("default", []), ("bytes only", ["16", "0"])):
+        for label, args in (("default", []), ("bytes only", ["64", "0"])):
             out = subprocess.run([sim, str(log), *args], capture_output=True, text=True, check=True)
             m = pattern.search(out.stdout)
             if m is None:
@@ -44,7 +44,7 @@ with tempfile.TemporaryDirectory() as tmp:
             if misses > misses0:
                 failures.append(f"{trace.name}: {misses} misses by default, {misses0} without "
                                 "the fraction")
-            if held > 1.12 * held0:
+            if held > 1.07 * held0:
                 failures.append(f"{trace.name}: {held} MiB held at the peak by default, {held0} "
                                 "without the fraction")
             checked += 1

@@ -52,7 +52,7 @@ struct segment_cache_options {
    * that is more) gives the oldest idle segments back upstream until they fit again. 0, with a
    * `max_idle_fraction` of 0, gives every segment back as soon as it is idle.
    */
-  std::size_t max_idle_bytes = std::size_t{16} << 20;
+  std::size_t max_idle_bytes = std::size_t{64} << 20;
   /**
    * @brief The idle bytes kept may also reach this fraction of the largest live bytes since the
    * last `trim()`, as long as the live bytes are at least that far below that peak: a workload
