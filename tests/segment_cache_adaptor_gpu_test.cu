@@ -420,20 +420,37 @@ TEST(SegmentCacheAdaptorGpu, TrimLeavesThePoolsUsedBytesAtTheSegmentsOfLiveBlock
   EXPECT_EQ(pool.statistics().used_bytes, 0u);
 }
 
+/**
+ * A cache over a pool of its own that keeps every idle segment until a trim, and a thread that
+ * uses it and exits.
+ */
+class ExitFence : public ::testing::Test {
+ protected:
+  void SetUp() override { CHECK_CUDA(cudaFree(nullptr)); }
+
+  /** Runs `work` on a new thread, once the runtime made the primary context current there. */
+  template <class Work>
+  static void on_a_thread_that_exits(Work&& work)
+  {
+    std::thread{[&] {
+      ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+      work();
+    }}.join();
+  }
+
+  async_device_resource pool{owned_pool()};
+  cache segments{pool, keeping_idle_segments()};
+};
+
 // A thread frees on its per-thread default stream past the fences of its first frees, the last
 // block freed while a kernel still writes it, and exits: its stream ends with it, and its exit
 // fences those frees. A trim from another thread then gives every segment back, and the pool
 // hands that memory out again only after the kernel: it holds this thread's pattern.
-TEST(SegmentCacheAdaptorGpu, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
+TEST_F(ExitFence, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
 {
-  CHECK_CUDA(cudaFree(nullptr));
-  auto pool = owned_pool();
-  cache segments{pool, keeping_idle_segments()};  // nothing goes back before the trim
   rmm_next::segment_cache_statistics before_exit{};
-  std::thread{[&] {
-    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
-    before_exit = free_past_the_fences(segments, 0, 0xdead, 50'000'000ULL);
-  }}.join();
+  on_a_thread_that_exits(
+    [&] { before_exit = free_past_the_fences(segments, 0, 0xdead, 50'000'000ULL); });
   ASSERT_GT(before_exit.unproven_bytes, 0u);
   EXPECT_GT(segments.trim(), 0u);
   auto const st = segments.statistics();
@@ -448,15 +465,11 @@ TEST(SegmentCacheAdaptorGpu, AThreadThatExitsFencesItsPerThreadStreamsLastFrees)
 // must not make the destroyed context current to fence that lane (the driver refuses it, or another
 // context sits at its address): the lane stays unproven, nothing is reported, and its per-thread
 // stream of the primary context, used last, is fenced and goes back as usual.
-TEST(SegmentCacheAdaptorGpu, AThreadWhoseSecondContextIsDestroyedExitsWithoutFencingItsLane)
+TEST_F(ExitFence, AThreadWhoseSecondContextIsDestroyedExitsWithoutFencingItsLane)
 {
-  CHECK_CUDA(cudaFree(nullptr));
-  auto pool = owned_pool();
-  cache segments{pool, keeping_idle_segments()};  // nothing goes back before the trim
   rmm_next::segment_cache_statistics in_second{};
   rmm_next::segment_cache_statistics before_exit{};
-  std::thread{[&] {
-    ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  on_a_thread_that_exits([&] {
     CUcontext const primary = rmm_next::detail::current_context_or_null();
     {
       second_context ctx2;
@@ -466,7 +479,7 @@ TEST(SegmentCacheAdaptorGpu, AThreadWhoseSecondContextIsDestroyedExitsWithoutFen
       ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
     }  // the second context is destroyed here, its per-thread stream with it
     before_exit = free_past_the_fences(segments, in_second.unproven_bytes, 0xbeef, 50'000'000ULL);
-  }}.join();
+  });
   ASSERT_GT(in_second.unproven_bytes, 0u);
   ASSERT_GT(before_exit.unproven_bytes, in_second.unproven_bytes);  // the primary lane's too
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);

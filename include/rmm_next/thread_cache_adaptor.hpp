@@ -522,7 +522,8 @@ class thread_cache_adaptor
       std::lock_guard lock{cache.lock};
       auto& list = cache.list_for(handle, key, label(handle, key, id), stale);
       if (list.id != id) {  // another stream now lives at this handle
-        relabel(cache, list, id, handle, key, stale);
+        cache.relabel(list, id, stale);
+        assign_context(*state_, list, handle, key);
       }
       ptr = cache.pop(list, cls);
     }
@@ -554,7 +555,8 @@ class thread_cache_adaptor
       bool const fence = list.id != 0 && cache.fence_due(list, cls);
       if (fence) {  // the list's label is checked before its stream is fenced
         if (std::uint64_t const id = detail::stream_id(handle); id != list.id) {
-          relabel(cache, list, id, handle, key, given_up);
+          cache.relabel(list, id, given_up);
+          assign_context(*state_, list, handle, key);
         }
       }
       cached = list.id != 0 && cache.push(list, cls, ptr);
@@ -585,25 +587,25 @@ class thread_cache_adaptor
   auto label(cudaStream_t handle, CUcontext key, std::uint64_t id) const noexcept
   {
     return [state = state_.get(), handle, key, id](detail::thread_cache::stream_list& l) noexcept {
-      l.id                    = id != 0 ? id : detail::stream_id(handle);
-      CUcontext const context = key != nullptr ? key : detail::stream_context(handle);
-      if (l.context != context || l.fence == nullptr) {
-        detail::thread_cache::set_context(l, context, state->relay_for(context));
-      }
+      l.id = id != 0 ? id : detail::stream_id(handle);
+      assign_context(*state, l, handle, key);
     };
   }
 
-  /** @brief Gives `list` to the stream of id `id` found at `handle` (see `thread_cache::relabel`).
+  /**
+   * @brief Gives `l` the context of `handle` (`key`, the context a default-stream handle names,
+   * when not null) if it had another, with that context's fence relay. Not on a hit: only when a
+   * list is (re)labelled.
    */
-  void relabel(detail::thread_cache& cache,
-               detail::thread_cache::stream_list& list,
-               std::uint64_t id,
-               cudaStream_t handle,
-               CUcontext key,
-               detail::taken_blocks& out) const
+  static void assign_context(detail::thread_cache_state<Upstream>& state,
+                             detail::thread_cache::stream_list& l,
+                             cudaStream_t handle,
+                             CUcontext key) noexcept
   {
     CUcontext const context = key != nullptr ? key : detail::stream_context(handle);
-    cache.relabel(list, id, context, state_->relay_for(context), out);
+    if (l.context != context) {
+      detail::thread_cache::set_context(l, context, state.relay_for(context));
+    }
   }
 
   detail::thread_cache* local_cache_noexcept() noexcept

@@ -353,26 +353,23 @@ class thread_cache {
   }
 
   /**
-   * @brief Gives `list` to the stream of id `id` and context `context` after a stale id was found
-   * at its handle: its blocks go into `out` first. Lock held.
+   * @brief Gives `list` to the stream of id `id` after a stale id was found at its handle: its
+   * blocks go into `out` first. The caller sets its context (`set_context`). Lock held.
    */
-  void relabel(
-    stream_list& list, std::uint64_t id, CUcontext context, fence_relay relay, taken_blocks& out)
+  void relabel(stream_list& list, std::uint64_t id, taken_blocks& out)
   {
     take_all(list, out);
     list.id    = id;
     list.frees = 0;
-    set_context(list, context, relay);
     adopt(list);
   }
 
   /**
-   * @brief Gives `list` to a stream of `context`, whose fences go through `relay` (see
-   * `fence_relay`); its fence event is made anew at the next fence when either changes. Lock held.
+   * @brief Gives `list` to a stream of another context, `context`, whose fences go through `relay`
+   * (see `fence_relay`); its fence event is made anew at the next fence. Lock held.
    */
   static void set_context(stream_list& list, CUcontext context, fence_relay relay) noexcept
   {
-    if (list.context == context && list.relay.stream == relay.stream) { return; }
     destroy_fence_event(list.fence);
     list.fence   = nullptr;
     list.context = context;
@@ -432,19 +429,18 @@ class thread_cache {
   {
     if (list.unfenced == 0 || !fences_available()) { return; }
     relaxed_capture_mode const relaxed;
-    if (list.relay.stream == nullptr) {
-      if (list.fence == nullptr) { list.fence = make_fence_event(list.context); }
-      if (!record_fence(list.fence, list.handle)) { return; }
-    } else {
-      if (list.fence == nullptr) { list.fence = make_fence_event(list.relay.primary); }
-      if (list.fence == nullptr ||
-          record_lasting_fence(list.handle,
-                               list.relay.primary,
-                               reinterpret_cast<cudaStream_t>(list.relay.stream),
-                               list.fence) == nullptr) {
-        return;
-      }
+    bool const relayed = list.relay.stream != nullptr;
+    if (list.fence == nullptr) {
+      list.fence = make_fence_event(relayed ? list.relay.primary : list.context);
     }
+    bool const recorded =
+      relayed ? list.fence != nullptr &&
+                  record_lasting_fence(list.handle,
+                                       list.relay.primary,
+                                       reinterpret_cast<cudaStream_t>(list.relay.stream),
+                                       list.fence) != nullptr
+              : record_fence(list.fence, list.handle);
+    if (!recorded) { return; }
     for (bin& b : list.bins) {
       b.fenced = b.blocks.size();
     }
