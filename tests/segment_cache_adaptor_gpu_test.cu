@@ -267,7 +267,7 @@ TEST_P(CaptureMode, AnotherThreadsCaptureSurvivesAllocationsAndFreesBesideIt)
   beside_a_capture c{GetParam()};
   cudaStream_t const capturing = c.capturing;
   cudaStream_t const mine      = c.mine;
-  cache segments{owned_pool()};
+  cache segments{owned_pool(), keeping_idle_segments()};  // misses counted below
   void* captured = segments.allocate(capturing, 8192);
   std::thread{[&] {
     // Relaxed: in the other modes, this thread's own calls are what the driver refuses.

@@ -2,7 +2,7 @@
 # SPDX-FileCopyrightText: Copyright (c) 2026, rmm-next contributors.
 # SPDX-License-Identifier: Apache-2.0
 """Plots the segment cache's idle, segment and live bytes over replays, from the samples that
-replay_bench writes with RMM_NEXT_REPLAY_IDLE_CSV (resource segment_cache_idle64, the default
+replay_bench writes with RMM_NEXT_REPLAY_IDLE_CSV (resource segment_cache_idle16, the default
 options, or another segment_cache_idle* resource).
 
     plot_idle.py OUT.png NAME=SAMPLES.csv [NAME=SAMPLES.csv ...] [--bound MIB]
@@ -20,7 +20,7 @@ import sys
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("out")
 parser.add_argument("samples", nargs="+", help="NAME=FILE")
-parser.add_argument("--bound", type=float, default=64.0,
+parser.add_argument("--bound", type=float, default=16.0,
                     help="the idle bound in MiB, for samples without an idle_bound column")
 args = parser.parse_args()
 MiB = float(1 << 20)

@@ -202,8 +202,8 @@ std::unique_ptr<replay_resource> make_measured()
 
 add_resource_kind const segment_idle_64{
   {"segment_cache_idle64",
-   "rmm_next::segment_cache_adaptor, max_idle_bytes 64 MiB, max_idle_fraction 0.25 (the "
-   "default), sampled",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 64 MiB, max_idle_fraction 0.25, over "
+   "async_device_current",
    &make_measured<segment_cache_bounded<64>>}};
 add_resource_kind const segment_idle_256{
   {"segment_cache_idle256",
@@ -216,8 +216,8 @@ add_resource_kind const segment_idle_1024{
 
 add_resource_kind const segment_idle_16{
   {"segment_cache_idle16",
-   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.25, over "
-   "async_device_current",
+   "rmm_next::segment_cache_adaptor, max_idle_bytes 16 MiB, max_idle_fraction 0.25 (the "
+   "default), sampled",
    &make_measured<segment_cache_bounded<16>>}};
 add_resource_kind const segment_idle_16_half{
   {"segment_cache_idle16_f50",

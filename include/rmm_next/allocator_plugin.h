@@ -75,7 +75,7 @@ typedef struct rmm_next_thread_cache_options {
 
 /** @brief Limits of the segment cache (see `segment_cache_options`). */
 typedef struct rmm_next_segment_cache_options {
-  /** idle segment bytes kept at least; SIZE_MAX: the default (64 MiB, with a quarter of the peak
+  /** idle segment bytes kept at least; SIZE_MAX: the default (16 MiB, with a quarter of the peak
    * live bytes since the last trim when that is more); any other value: that bound (0: none),
    * with no fraction unless `max_idle_fraction` gives one */
   size_t max_idle_bytes;

@@ -52,7 +52,7 @@ struct segment_cache_options {
    * that is more) gives the oldest idle segments back upstream until they fit again. 0, with a
    * `max_idle_fraction` of 0, gives every segment back as soon as it is idle.
    */
-  std::size_t max_idle_bytes = std::size_t{64} << 20;
+  std::size_t max_idle_bytes = std::size_t{16} << 20;
   /**
    * @brief The idle bytes kept may also reach this fraction of the largest live bytes since the
    * last `trim()`, as long as the live bytes are at least that far below that peak: a workload
@@ -810,7 +810,7 @@ class segment_cache_state final
  *
  * Where memory sits (docs/segment_cache.md gives the reasoning and the costs):
  * - Requests are rounded up to 512 bytes. Up to 1 MiB they share segments of 2 MiB, up to 10 MiB
- *   segments of 20 MiB, and larger ones get a segment of their own (rounded to 2 MiB). Segments
+ *   segments of 16 MiB, and larger ones get a segment of their own (rounded to 2 MiB). Segments
  *   come from the upstream, so the memory is the shared pool's.
  * - Each segment belongs to the stream (its lane: `stream_lane`) it was first allocated on. Its
  *   free blocks are found best-fit, split, and merged with free neighbours again. A block freed on

@@ -105,7 +105,7 @@ class ThreadCache:
 class SegmentCache:
     """Options of the segment cache (``segment_cache_adaptor``, docs/segment_cache.md): a caching
     layer of every size over the pool. ``max_idle_bytes``: bytes of idle segments kept at least
-    (None: the default, 64 MiB; 0: none). ``max_idle_fraction``: the fraction of the peak live
+    (None: the default, 16 MiB; 0: none). ``max_idle_fraction``: the fraction of the peak live
     bytes since the last trim that idle segments may also reach, while the live bytes are that far
     below the peak (None: a quarter with the default ``max_idle_bytes``, none with a number given;
     0: none). ``fence_interval``: most frees on a stream between its fences (0: the default,

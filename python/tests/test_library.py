@@ -48,11 +48,11 @@ def test_segment_cache_options_reach_the_c_struct_as_its_comment_says():
         o = rmm_next._segment_cache_options(rmm_next.SegmentCache(**kw))
         return o.max_idle_bytes, o.fence_interval, o.max_idle_fraction
 
-    assert c() == ((1 << 64) - 1, 0, 0.0)  # the defaults: 64 MiB with a quarter of the peak
+    assert c() == ((1 << 64) - 1, 0, 0.0)  # the defaults: 16 MiB with a quarter of the peak
     assert c(max_idle_bytes=32 << 20) == (32 << 20, 0, 0.0)  # that bound, no fraction
     assert c(max_idle_bytes=32 << 20, max_idle_fraction=0.5) == (32 << 20, 0, 0.5)
     assert c(max_idle_fraction=1.0, fence_interval=8) == ((1 << 64) - 1, 8, 1.0)
-    assert c(max_idle_fraction=0) == ((1 << 64) - 1, 0, -1.0)  # 64 MiB, no fraction
+    assert c(max_idle_fraction=0) == ((1 << 64) - 1, 0, -1.0)  # 16 MiB, no fraction
     assert c(max_idle_fraction=float("inf"))[2] == float("inf")
 
 

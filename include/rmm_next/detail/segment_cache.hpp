@@ -43,7 +43,7 @@ inline constexpr std::size_t small_request_limit = std::size_t{1} << 20;
 inline constexpr std::size_t small_segment_bytes = std::size_t{2} << 20;
 /** @brief Larger requests up to this size share segments of `medium_segment_bytes`. */
 inline constexpr std::size_t medium_request_limit = std::size_t{10} << 20;
-inline constexpr std::size_t medium_segment_bytes = std::size_t{20} << 20;
+inline constexpr std::size_t medium_segment_bytes = std::size_t{16} << 20;
 /** @brief Larger ones get a segment of their own, rounded up to a multiple of this. */
 inline constexpr std::size_t large_segment_granule = std::size_t{2} << 20;
 /** @brief A large free block is split only when the rest is larger than this (as PyTorch does). */
