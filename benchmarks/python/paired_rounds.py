@@ -6,9 +6,11 @@ the paired steps/s ratios (segments / native), whether the losses are identical,
 reserved of each way (the largest over the rounds).
 
     paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N] [--seconds S]
-                     [--max-idle-mib M] [--max-idle-fraction F]
+                     [--max-idle-mib M] [--max-idle-fraction F] [--pool]
 
 --max-idle-mib and --max-idle-fraction set the segment cache's bounds (train_steps.py's options).
+--pool also trains each model once on the driver pool alone (train_steps.py's way pool), after
+the rounds, and adds its peak reserved: what the memory under the segment cache reserves by itself.
 
 Each round runs every model once each way; --seconds stops before a round that would end past
 the limit (judged by the rounds so far), so that a time-boxed run still prints its table.
@@ -34,6 +36,8 @@ parser.add_argument("--seconds", type=float, default=0,
                     help="start no round that would end past this many seconds (0: no limit)")
 parser.add_argument("--max-idle-mib", type=int, default=None)
 parser.add_argument("--max-idle-fraction", type=float, default=None)
+parser.add_argument("--pool", action="store_true",
+                    help="also train each model once on the driver pool alone")
 args = parser.parse_args()
 out = pathlib.Path(args.out)
 bounds = [*(["--max-idle-mib", str(args.max_idle_mib)] if args.max_idle_mib is not None else []),
@@ -63,11 +67,18 @@ for r in range(args.rounds):
         print(json.dumps({"model": model, "round": r,
                           **{w: round(p.get("steps_per_second", 0), 2) for w, p in pair.items()}}),
               flush=True)
-(out / "paired_rounds.json").write_text(json.dumps(runs) + "\n")
+pool = {}
+if args.pool:
+    for model in args.models.split(","):
+        pool[model] = run(model, "pool")
+        print(json.dumps({"model": model, "pool": round(pool[model].get("steps_per_second", 0), 2)}),
+              flush=True)
+(out / "paired_rounds.json").write_text(json.dumps({"rounds": runs, "pool": pool}) + "\n")
 MiB = 1 << 20
 print("| model | native steps/s (median) | segments steps/s (median) | median paired ratio | "
-      "losses identical | peak reserved native MiB | peak reserved segments MiB |")
-print("|---|---|---|---|---|---|---|")
+      "losses identical | peak reserved native MiB | peak reserved segments MiB |"
+      + (" peak reserved, driver pool alone MiB |" if args.pool else ""))
+print("|---|---|---|---|---|---|---|" + ("---|" if args.pool else ""))
 for model in args.models.split(","):
     rows = [r for r in runs if r["model"] == model and "error" not in r["native"]
             and "error" not in r["segments"]]
@@ -81,4 +92,6 @@ for model in args.models.split(","):
           f"{statistics.median(r['segments']['steps_per_second'] for r in rows):.1f} | "
           f"{ratio:.3f} | {'yes' if same else 'no'} | "
           f"{max(r['native']['peak_reserved_bytes'] for r in rows) / MiB:.0f} | "
-          f"{max(r['segments']['peak_reserved_bytes'] for r in rows) / MiB:.0f} |")
+          f"{max(r['segments']['peak_reserved_bytes'] for r in rows) / MiB:.0f} |"
+          + (f" {pool[model]['peak_reserved_bytes'] / MiB:.0f} |"
+             if "peak_reserved_bytes" in pool.get(model, {}) else " failed |" if args.pool else ""))

@@ -7,8 +7,9 @@
 MODEL: suite (the Python suite's 4-layer nn.TransformerEncoder, d 256, of
 python/tests/scenarios/torch_train.py), small (4 layers, d 512, the shapes (8, 64), (16, 128),
 (4, 256), (32, 32) and (12, 96) in turn) or gpt2 (HuggingFace transformers GPT2LMHeadModel built
-from a config: 6 layers, d 512, six shapes in turn). WAY: native (PyTorch's caching allocator) or
-segments (rmm_next.torch.use(segment_cache=True)). Deterministic kernels, so that every way
+from a config: 6 layers, d 512, six shapes in turn). WAY: native (PyTorch's caching allocator),
+segments (rmm_next.torch.use(segment_cache=True)) or pool (rmm_next.torch.use(): the driver pool
+alone, what the segment cache's memory comes from). Deterministic kernels, so that every way
 computes the same losses. Prints one JSON object: steps_per_second over the steps after the
 warm-up, the losses, and the peak reserved: torch.cuda.max_memory_reserved for native, the
 pool's ReservedMemHigh for rmm-next (everything the driver pool mapped, cached segments
@@ -25,7 +26,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("model", choices=["suite", "small", "gpt2"])
-parser.add_argument("way", choices=["native", "segments"])
+parser.add_argument("way", choices=["native", "segments", "pool"])
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--max-idle-mib", type=int, default=None,
                     help="segments: the cache's max_idle_bytes in MiB (default: the cache's)")
@@ -36,13 +37,16 @@ args = parser.parse_args()
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-if args.way == "segments":
+if args.way != "native":
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
     import rmm_next
 
-    rmm_next.torch.use(segment_cache=rmm_next.SegmentCache(
-        max_idle_bytes=None if args.max_idle_mib is None else args.max_idle_mib << 20,
-        max_idle_fraction=args.max_idle_fraction))
+    if args.way == "pool":
+        rmm_next.torch.use()
+    else:
+        rmm_next.torch.use(segment_cache=rmm_next.SegmentCache(
+            max_idle_bytes=None if args.max_idle_mib is None else args.max_idle_mib << 20,
+            max_idle_fraction=args.max_idle_fraction))
 
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True, warn_only=True)
@@ -111,5 +115,6 @@ if args.way == "native":
 else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
     result["peak_allocated_bytes"] = rmm_next.statistics(0)["allocated_bytes_high"]
     result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
-    result["segment_cache"] = rmm_next.segment_cache_statistics(0)
+    if args.way == "segments":
+        result["segment_cache"] = rmm_next.segment_cache_statistics(0)
 print(json.dumps(result))
