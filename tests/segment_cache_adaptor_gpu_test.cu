@@ -391,7 +391,7 @@ TEST(SegmentCacheAdaptorGpu, TrimLeavesThePoolsUsedBytesAtTheSegmentsOfLiveBlock
   stream_guard guard;
   cudaStream_t const stream = guard;
   auto pool                 = owned_pool();
-  cache segments{pool};
+  cache segments{pool, keeping_idle_segments()};  // what goes back, goes back on the trims
   std::vector<std::pair<void*, std::size_t>> blocks;
   for (std::size_t i = 0; i < 48; ++i) {
     std::size_t const bytes = (i % 3 == 0) ? 40 * MiB : (i % 3 == 1) ? 3 * MiB : 4096 * (i + 1);
