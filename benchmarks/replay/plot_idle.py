@@ -10,7 +10,9 @@ options, or another segment_cache_idle* resource).
 One panel per replay: live bytes, segment bytes (what the cache holds of the pool) and idle bytes
 (segments with no live block) against the frees so far, with the idle bound: the cache's own at
 each sample (`idle_bound`, which follows the peak) where the samples have it, else --bound.
-Prints, per replay, the largest idle bytes sampled and how many samples were above the bound.
+Prints, per replay, the largest idle bytes sampled and how many samples were above the bound, and,
+where the samples have `unproven_bytes`, how many were above it by more than those (idle segments
+no fence proves free yet cannot go back).
 """
 
 import argparse
@@ -33,8 +35,13 @@ for item in args.samples:
     bounds = columns.get("idle_bound", [int(args.bound * MiB)] * len(rows))
     columns["idle_bound"] = bounds
     above = sum(1 for v, b in zip(columns["idle_bytes"], bounds) if v > b)
-    print(f"{name}: {len(rows)} samples, largest idle {max(columns['idle_bytes']) / MiB:.1f} MiB, "
-          f"{above} above the idle bound (largest {max(bounds) / MiB:.1f} MiB)")
+    line = (f"{name}: {len(rows)} samples, largest idle {max(columns['idle_bytes']) / MiB:.1f} MiB, "
+            f"{above} above the idle bound (largest {max(bounds) / MiB:.1f} MiB)")
+    if "unproven_bytes" in columns:
+        provable = sum(1 for v, u, b in zip(columns["idle_bytes"], columns["unproven_bytes"], bounds)
+                       if v - u > b)
+        line += f", {provable} above it by more than their unproven bytes"
+    print(line)
     series.append((name, columns))
 try:
     import matplotlib

@@ -137,8 +137,10 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
 /**
  * @brief The segment cache with a chosen idle bound, over the current pool. With
  * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends
- * "frees,idle_bytes,segment_bytes,live_bytes,idle_bound" to that file (statistics() takes the
- * cache's lock: a run that samples is not a timing run).
+ * "frees,idle_bytes,segment_bytes,live_bytes,idle_bound,unproven_bytes" to that file (statistics()
+ * takes the cache's lock: a run that samples is not a timing run). Idle segments that no fence
+ * proves free yet (`unproven_bytes`) cannot go back, and may keep the idle bytes past the bound
+ * until their lane's next fence.
  */
 template <std::size_t MaxIdleMiB, unsigned FractionPercent = 25>
 class segment_cache_bounded : public cache_resource<segment_cache> {
@@ -152,7 +154,8 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
     if (char const* path = std::getenv("RMM_NEXT_REPLAY_IDLE_CSV"); path != nullptr && *path) {
       samples_ = std::fopen(path, "w");
       if (samples_ != nullptr) {
-        std::fputs("frees,idle_bytes,segment_bytes,live_bytes,idle_bound\n", samples_);
+        std::fputs("frees,idle_bytes,segment_bytes,live_bytes,idle_bound,unproven_bytes\n",
+                   samples_);
       }
     }
   }
@@ -168,12 +171,13 @@ class segment_cache_bounded : public cache_resource<segment_cache> {
     if (samples_ != nullptr && ++frees_ % 16 == 0) {
       auto const st = resource().statistics();
       std::fprintf(samples_,
-                   "%llu,%llu,%llu,%llu,%llu\n",
+                   "%llu,%llu,%llu,%llu,%llu,%llu\n",
                    static_cast<unsigned long long>(frees_),
                    static_cast<unsigned long long>(st.idle_bytes),
                    static_cast<unsigned long long>(st.segment_bytes),
                    static_cast<unsigned long long>(st.live_bytes),
-                   static_cast<unsigned long long>(st.idle_bound));
+                   static_cast<unsigned long long>(st.idle_bound),
+                   static_cast<unsigned long long>(st.unproven_bytes));
     }
   }
 

@@ -21,6 +21,7 @@
 
 #include <cuda/stream_ref>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -119,7 +120,9 @@ int main(int argc, char** argv)
     std::size_t in_use = 0;
     std::size_t peak   = 0;
     rmm_next::segment_cache_statistics at_peak_held{};  // when the cache held the most
-    std::size_t peak_held = 0;
+    std::size_t peak_held  = 0;
+    std::size_t over_bound = 0;  // events after which the idle bytes were past the idle bound
+    std::size_t most_over  = 0;
     for (replay::event const& e : events) {
       cuda::stream_ref const stream{reinterpret_cast<cudaStream_t>(e.stream)};
       if (e.act == replay::action::allocate) {
@@ -136,6 +139,10 @@ int main(int argc, char** argv)
       if (upstream.get().held > peak_held) {
         peak_held    = upstream.get().held;
         at_peak_held = cache.statistics();
+      }
+      if (auto const now = cache.statistics(); now.idle_bytes > now.idle_bound) {
+        ++over_bound;
+        most_over = std::max<std::size_t>(most_over, now.idle_bytes - now.idle_bound);
       }
     }
     auto const st    = cache.statistics();
@@ -159,6 +166,11 @@ int main(int argc, char** argv)
       static_cast<double>(h.live_bytes) / mib,
       static_cast<double>(h.idle_bytes) / mib,
       static_cast<double>(h.segment_bytes - h.live_bytes - h.idle_bytes) / mib);
+    std::printf(
+      "idle bytes past the idle bound after %zu of %zu events (at most %.1f MiB past it)\n",
+      over_bound,
+      events.size(),
+      static_cast<double>(most_over) / mib);
     return 0;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "segment_cache_sim: %s\n", e.what());
