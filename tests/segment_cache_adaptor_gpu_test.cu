@@ -68,20 +68,22 @@ async_device_resource owned_pool()
 }
 
 /**
- * Allocates and frees on this thread's per-thread default stream until more of its frees than
- * `unproven_before` are past its lane's fences (later ones while a kernel writes `value` for `ns`).
+ * Allocates and frees on `stream` (by default this thread's per-thread default stream) until more
+ * of its frees than `unproven_before` are past its lane's fences (later ones while a kernel writes
+ * `value` for `ns`).
  * @return the statistics after the last free.
  */
 rmm_next::segment_cache_statistics free_past_the_fences(cache& segments,
                                                         std::uint64_t unproven_before,
                                                         word value,
-                                                        unsigned long long ns)
+                                                        unsigned long long ns,
+                                                        cudaStream_t stream = cudaStreamPerThread)
 {
-  cuda::stream_ref const own{cudaStreamPerThread};
+  cuda::stream_ref const own{stream};
   rmm_next::segment_cache_statistics st{};
   for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == unproven_before); ++i) {
     void* p = segments.allocate(own, busy_bytes);
-    if (i >= 1024) { keep_writing(p, busy_bytes, value, cudaStreamPerThread, ns); }
+    if (i >= 1024) { keep_writing(p, busy_bytes, value, stream, ns); }
     segments.deallocate(own, p, busy_bytes);
     st = segments.statistics();
   }
@@ -491,6 +493,39 @@ TEST_F(ExitFence, AThreadWhoseSecondContextIsDestroyedExitsWithoutFencingItsLane
   // What the primary lane gave back went back behind the exiting thread's last kernel.
   expect_the_pools_next_user_reads_its_own_writes(pool, 45);
   // The cache goes on serving this thread.
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  void* r                   = segments.allocate(stream, busy_bytes);
+  segments.deallocate(stream, r, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// A stream the program made is destroyed while a kernel still writes a block freed on it, its first
+// free fenced and its last ones past its lane's fences. The fenced segment goes back on a trim from
+// another stream, behind the kernel; what no fence proves stays allocated from the pool (the
+// stream is gone, and is not asked); nothing errs, and the cache goes on.
+TEST_F(ExitFence, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesProveAndNothingElse)
+{
+  constexpr std::size_t large = 24 * MiB;  // a segment of its own
+  cudaStream_t made{};
+  CHECK_CUDA(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking));
+  void* x = segments.allocate(made, large);
+  keep_writing(x, large, 0xdead, made, 200'000'000ULL);
+  segments.deallocate(made, x, large);  // the lane's first free: fenced
+  rmm_next::segment_cache_statistics const before =
+    free_past_the_fences(segments, 0, 0xbeef, 1'000'000ULL, made);
+  ASSERT_GT(before.unproven_bytes, 0u);
+  ASSERT_EQ(before.segment_bytes, before.unproven_bytes + large);
+  CHECK_CUDA(cudaStreamDestroy(made));  // the kernels still run
+  EXPECT_EQ(segments.trim(), large);    // from the legacy stream: x's segment, behind its fence
+  auto const st = segments.statistics();
+  EXPECT_EQ(st.unproven_bytes, before.unproven_bytes);
+  EXPECT_EQ(st.segment_bytes, st.unproven_bytes);
+  EXPECT_EQ(st.live_bytes, 0u);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // The pool hands out x's memory only after the kernel that wrote it.
+  expect_the_pools_next_user_reads_its_own_writes(pool, 46);
   stream_guard guard;
   cudaStream_t const stream = guard;
   void* r                   = segments.allocate(stream, busy_bytes);
