@@ -68,23 +68,24 @@ async_device_resource owned_pool()
 }
 
 /**
- * Allocates and frees on `stream` (by default this thread's per-thread default stream) until more
- * of its frees than `unproven_before` are past its lane's fences (later ones while a kernel writes
- * `value` for `ns`).
+ * Allocates and frees blocks of `bytes` on `stream` (by default this thread's per-thread default
+ * stream) until more of its frees than `unproven_before` are past its lane's fences (later ones
+ * while a kernel writes `value` for `ns`).
  * @return the statistics after the last free.
  */
 rmm_next::segment_cache_statistics free_past_the_fences(cache& segments,
                                                         std::uint64_t unproven_before,
                                                         word value,
                                                         unsigned long long ns,
-                                                        cudaStream_t stream = cudaStreamPerThread)
+                                                        cudaStream_t stream = cudaStreamPerThread,
+                                                        std::size_t bytes   = busy_bytes)
 {
   cuda::stream_ref const own{stream};
   rmm_next::segment_cache_statistics st{};
   for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == unproven_before); ++i) {
-    void* p = segments.allocate(own, busy_bytes);
-    if (i >= 1024) { keep_writing(p, busy_bytes, value, stream, ns); }
-    segments.deallocate(own, p, busy_bytes);
+    void* p = segments.allocate(own, bytes);
+    if (i >= 1024) { keep_writing(p, bytes, value, stream, ns); }
+    segments.deallocate(own, p, bytes);
     st = segments.statistics();
   }
   return st;
@@ -513,8 +514,9 @@ TEST_F(ExitFence, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesProveAndN
   void* x = segments.allocate(made, large);
   keep_writing(x, large, 0xdead, made, 200'000'000ULL);
   segments.deallocate(made, x, large);  // the lane's first free: fenced
+  // Small blocks, in a small segment of their own: a medium block would be a hit in x's segment.
   rmm_next::segment_cache_statistics const before =
-    free_past_the_fences(segments, 0, 0xbeef, 1'000'000ULL, made);
+    free_past_the_fences(segments, 0, 0xbeef, 1'000'000ULL, made, 512 * 1024);
   ASSERT_GT(before.unproven_bytes, 0u);
   ASSERT_EQ(before.segment_bytes, before.unproven_bytes + large);
   CHECK_CUDA(cudaStreamDestroy(made));  // the kernels still run

@@ -519,6 +519,75 @@ TEST(SegmentCacheModel, AStreamMadeAtADestroyedStreamsHandleProvesNothingOfItsWo
   model::report_violations(0);
 }
 
+// A stream the program made is destroyed while its kernels still use blocks freed on it: the first
+// free (a segment of its own) fenced, the last ones past the lane's fences. A trim from another
+// stream gives the fenced segment back behind its kernel, and only it; what no fence proves stays
+// with the cache (the stream is gone, and is not asked).
+TEST(SegmentCacheModel, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesProveAndNothingElse)
+{
+  cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+  auto& cache                 = c.cache;
+  std::size_t constexpr large = std::size_t{24} << 20;   // a segment of its own
+  std::size_t constexpr small = std::size_t{512} << 10;  // in a small segment of their own
+  model::worker thread{0};
+  model::stream* made = nullptr;
+  {
+    std::lock_guard lock{the().mutex};
+    made = the().create_stream(0, false, false);
+  }
+  cuda::stream_ref const stream{reinterpret_cast<cudaStream_t>(made)};
+  model::vclock x_use;
+  rmm_next::segment_cache_statistics before{};
+  thread.call([&] {
+    void* x = cache.allocate(stream, large);
+    {
+      std::lock_guard lock{the().mutex};
+      model::enqueue(*made);  // a kernel uses x
+      x_use = made->clock;
+    }
+    cache.deallocate(stream, x, large);  // the lane's first free: fenced
+    for (int i = 0; i < 4096 && (i < 1024 || before.unproven_bytes == 0); ++i) {
+      void* p = cache.allocate(stream, small);
+      {
+        std::lock_guard lock{the().mutex};
+        model::enqueue(*made);
+      }
+      cache.deallocate(stream, p, small);
+      before = cache.statistics();
+    }
+    std::lock_guard lock{the().mutex};
+    model::as_user const user;
+    model::stream_destroy(reinterpret_cast<CUstream>(made));  // its kernels still pending
+  });
+  ASSERT_GT(before.unproven_bytes, 0u);
+  ASSERT_EQ(before.segment_bytes, before.unproven_bytes + large);
+  std::size_t trimmed = 0;
+  thread.call([&] { trimmed = cache.trim(); });  // from the legacy stream
+  EXPECT_EQ(trimmed, large);
+  rmm_next::segment_cache_statistics const st = cache.statistics();
+  EXPECT_EQ(st.unproven_bytes, before.unproven_bytes);
+  EXPECT_EQ(st.segment_bytes, st.unproven_bytes);
+  EXPECT_EQ(c.ps.in_use, st.segment_bytes);
+  // The pool's next user of x's memory waits for x's last use.
+  thread.call([&] {
+    model::stream* other = nullptr;
+    {
+      std::lock_guard lock{the().mutex};
+      other = the().create_stream(0, false, false);
+    }
+    cuda::stream_ref const next{reinterpret_cast<cudaStream_t>(other)};
+    void* p = c.pool.allocate(next, large);
+    {
+      std::lock_guard lock{the().mutex};
+      if (!model::covers(model::done_before(*other), x_use)) {
+        the().violation("the fenced segment went back before its kernel was done");
+      }
+    }
+    c.pool.deallocate(next, p, large);
+  });
+  model::report_violations(0);
+}
+
 // A cache destroyed on a thread of the legacy stream's context, after frees on that stream that no
 // fence covers yet: the legacy stream's order proves them, so their segments go back to the pool
 // instead of staying allocated from it for the rest of the process.
