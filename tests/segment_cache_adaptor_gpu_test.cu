@@ -117,6 +117,17 @@ void expect_the_pools_next_user_reads_its_own_writes(async_device_resource& pool
   CHECK_CUDA(cudaStreamSynchronize(stream));
 }
 
+/** Expects `segments` to serve and take back a block on a new stream of this thread, error-free. */
+void expect_the_cache_goes_on(cache& segments)
+{
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  void* r                   = segments.allocate(stream, busy_bytes);
+  segments.deallocate(stream, r, busy_bytes);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 std::uint64_t lane_on_new_thread(cudaStream_t stream)
 {
   std::uint64_t lane = 0;
@@ -322,9 +333,7 @@ TEST_P(CaptureMode, AThreadInGlobalModeMissesAndTrimsBesideAnotherThreadsCapture
 TEST_P(CaptureMode, AThreadExitingBesideAnotherThreadsCaptureFencesItsStream)
 {
   beside_a_capture c{GetParam()};
-  rmm_next::segment_cache_options options;
-  options.max_idle_bytes = std::size_t{1} << 40;  // nothing goes back before the trim
-  cache segments{owned_pool(), options};
+  cache segments{owned_pool(), keeping_idle_segments()};  // nothing goes back before the trim
   rmm_next::segment_cache_statistics before_exit{};
   std::thread{[&] {
     // The primary context current without cudaFree, which a global-mode capture would refuse.
@@ -493,13 +502,7 @@ TEST_F(ExitFence, AThreadWhoseSecondContextIsDestroyedExitsWithoutFencingItsLane
   EXPECT_EQ(st.live_bytes, 0u);
   // What the primary lane gave back went back behind the exiting thread's last kernel.
   expect_the_pools_next_user_reads_its_own_writes(pool, 45);
-  // The cache goes on serving this thread.
-  stream_guard guard;
-  cudaStream_t const stream = guard;
-  void* r                   = segments.allocate(stream, busy_bytes);
-  segments.deallocate(stream, r, busy_bytes);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  expect_the_cache_goes_on(segments);
 }
 
 // A stream the program made is destroyed while a kernel still writes a block freed on it, its first
@@ -528,12 +531,7 @@ TEST_F(ExitFence, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesProveAndN
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   // The pool hands out x's memory only after the kernel that wrote it.
   expect_the_pools_next_user_reads_its_own_writes(pool, 46);
-  stream_guard guard;
-  cudaStream_t const stream = guard;
-  void* r                   = segments.allocate(stream, busy_bytes);
-  segments.deallocate(stream, r, busy_bytes);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  expect_the_cache_goes_on(segments);
 }
 
 // Blocks of one stream's segment all freed on another (a producer and a consumer): the segment goes
@@ -578,9 +576,7 @@ TEST(SegmentCacheAdaptorGpu, DestroyingTheCacheGivesTheLegacyStreamsIdleSegments
 {
   CHECK_CUDA(cudaFree(nullptr));  // this thread's context current: the legacy stream has a lane
   auto pool = owned_pool();
-  rmm_next::segment_cache_options options;
-  options.max_idle_bytes = std::size_t{1} << 40;  // keep everything until the end
-  std::optional<cache> segments{std::in_place, pool, options};
+  std::optional<cache> segments{std::in_place, pool, keeping_idle_segments()};
   cuda::stream_ref const legacy{cudaStreamLegacy};
   rmm_next::segment_cache_statistics st{};
   for (int i = 0; i < 4096 && (i < 1024 || st.unproven_bytes == 0); ++i) {
