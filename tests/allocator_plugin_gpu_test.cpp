@@ -650,6 +650,57 @@ TEST_F(AllocatorPlugin, CallsOnTheCapturedStreamBecomeNodesOrWaitInEveryMode)
   }
 }
 
+rmm_next_segment_cache_statistics segment_statistics()
+{
+  rmm_next_segment_cache_statistics s{};
+  EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+// With the segment cache in place and a free block of the captured stream in it, the capturing
+// thread allocates and frees that size on the captured stream, in each mode. The plugin asks the
+// stream's capture state and vouches only for eager streams to the resources below (so that they
+// need not ask again): here the cache must ask, find the capture and bypass, so the allocation and
+// its free are the graph's nodes and the cached block stays; an eager call after the capture is
+// served that block again.
+TEST_F(AllocatorPlugin, WithTheSegmentCacheCallsOnTheCapturedStreamAreTheGraphsInEveryMode)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  rmm_next::test::stream_guard captured;
+  constexpr std::size_t bytes = std::size_t{1} << 16;
+  void* const cached          = rmm_next_torch_alloc(bytes, 0, captured);
+  ASSERT_NE(cached, nullptr) << rmm_next_last_error();
+  rmm_next_torch_free(cached, bytes, 0, captured);  // a free block of the captured stream's own
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    rmm_next_segment_cache_statistics const before = segment_statistics();
+    void* in_graph                                 = nullptr;
+    capture_result const r                         = capture_on_another_thread(
+      captured,
+      mode,
+      [&] {
+        in_graph = rmm_next_torch_alloc(bytes, 0, captured);
+        EXPECT_NE(in_graph, nullptr) << rmm_next_last_error();
+        EXPECT_EQ(cudaMemsetAsync(in_graph, 0, bytes, captured), cudaSuccess);
+        rmm_next_torch_free(in_graph, bytes, 0, captured);
+      },
+      [] {});
+    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
+    EXPECT_EQ(r.replayed, cudaSuccess) << cudaGetErrorName(r.replayed);
+    EXPECT_EQ(r.alloc_nodes, 1U);
+    EXPECT_EQ(r.free_nodes, 1U);
+    EXPECT_NE(in_graph, cached);
+    rmm_next_segment_cache_statistics const after = segment_statistics();
+    EXPECT_EQ(after.bypasses, before.bypasses + 1);
+    EXPECT_EQ(after.hits, before.hits);
+    void* const again = rmm_next_torch_alloc(bytes, 0, captured);
+    EXPECT_EQ(again, cached) << "the block cached before the capture is served after it";
+    rmm_next_torch_free(again, bytes, 0, captured);
+  }
+  EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
 // ---- The vmm_resource's blocks beside captures and after fork ---------------------------------
 // After VmmBlocksLieInSegmentsAndOtherOptionsAreRefusedAfterwards, which configures the resource.
 

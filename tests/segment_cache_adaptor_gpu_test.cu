@@ -163,6 +163,40 @@ TEST(SegmentCacheAdaptorGpu, TheLegacyStreamIsOneLaneForEveryThreadOfAContext)
   EXPECT_EQ(rmm_next::detail::stream_lane(cudaStream_t{}), zero);  // back in the primary context
 }
 
+// An eager_stream_scope (the allocator plugin's, around a call into the cache) vouches only for its
+// own stream, only on its thread and only while it lasts: outside it a captured stream is asked,
+// and found captured, again. The capture (relaxed mode, so that nothing else is refused) ends
+// intact: no question the scopes answered reached the driver as one a capture refuses.
+TEST(SegmentCacheAdaptorGpu, AnEagerStreamScopeVouchesForItsStreamOnItsThreadWhileItLasts)
+{
+  using rmm_next::detail::eager_stream_scope;
+  using rmm_next::detail::stream_is_eager;
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  stream_guard captured_guard;
+  stream_guard other_guard;
+  cudaStream_t const captured = captured_guard;
+  cudaStream_t const other    = other_guard;
+  ASSERT_EQ(cudaStreamBeginCapture(captured, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  EXPECT_FALSE(stream_is_eager(captured));
+  {
+    eager_stream_scope const outer{captured};
+    EXPECT_TRUE(stream_is_eager(captured));  // vouched for: the driver is not asked
+    EXPECT_TRUE(stream_is_eager(other));     // asked, and eager
+    bool elsewhere = true;
+    std::thread{[&] { elsewhere = stream_is_eager(captured); }}.join();
+    EXPECT_FALSE(elsewhere) << "a scope vouches on its own thread only";
+    {
+      eager_stream_scope const inner{other};
+      EXPECT_FALSE(stream_is_eager(captured)) << "the inner scope vouches for its stream only";
+    }
+    EXPECT_TRUE(stream_is_eager(captured)) << "the outer scope vouches again";
+  }
+  EXPECT_FALSE(stream_is_eager(captured)) << "no scope outlives its lifetime";
+  cudaGraph_t graph{};
+  EXPECT_EQ(cudaStreamEndCapture(captured, &graph), cudaSuccess);
+  if (graph != nullptr) { EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess); }
+}
+
 TEST(SegmentCacheAdaptorGpu, ABlockAnotherThreadFreedOnStreamZeroIsReusedInStreamOrder)
 {
   ASSERT_EQ(cudaFree(nullptr), cudaSuccess);

@@ -343,8 +343,15 @@ void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cud
   rmm_next::detail::relaxed_capture_mode const relaxed;
   st.slot(device);
   counts_ref const counts = local_counts(st.counters, device);
-  void* const ptr         = tracing_state().allocate(device, stream, bytes, alignment);
   capture_info const c    = detail::capture_of(stream);
+  void* ptr               = nullptr;
+  if (c.status == capture_status::none) {
+    // The resources below ask the stream's capture state again: the answer just asked stands.
+    detail::eager_stream_scope const eager{stream};
+    ptr = tracing_state().allocate(device, stream, bytes, alignment);
+  } else {
+    ptr = tracing_state().allocate(device, stream, bytes, alignment);
+  }
   allocation_record record{.bytes   = bytes,
                            .stream  = stream,
                            .device  = device,
@@ -470,6 +477,11 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
       (void)st.allocations.insert(ptr, std::move(f.record));
       throw;
     }
+    return;
+  }
+  if (c.status == capture_status::none) {
+    detail::eager_stream_scope const eager{f.stream};  // as in allocate
+    free_now(st, f, c);
     return;
   }
   free_now(st, f, c);

@@ -223,12 +223,49 @@ inline int stream_device(cudaStream_t stream) noexcept
 
 // ---- Capture state --------------------------------------------------------------------------
 
+/** @brief The stream an `eager_stream_scope` of the calling thread vouches for, if any. */
+struct eager_vouch {
+  cudaStream_t stream{};
+  bool set{false};
+};
+
+/** @brief The calling thread's `eager_vouch`. */
+[[gnu::always_inline]] inline eager_vouch& vouched_eager_stream() noexcept
+{
+  thread_local eager_vouch vouch{};
+  return vouch;
+}
+
+/**
+ * @brief For its lifetime, `stream_is_eager(stream)` on the calling thread answers true without
+ * asking the driver: made by a caller that has just asked the driver itself (the allocator
+ * plugin, which asks `capture_of` of every stream it allocates or frees on) around one call
+ * into a resource that does nothing to the stream's capture state. The answer it vouches for is
+ * as old as the caller's own query; a capture another thread begins on the stream meanwhile
+ * races with the call either way. Scopes nest; the outer one's stream is vouched for again after.
+ */
+class eager_stream_scope {
+ public:
+  explicit eager_stream_scope(cudaStream_t stream) noexcept : saved_{vouched_eager_stream()}
+  {
+    vouched_eager_stream() = {stream, true};
+  }
+  eager_stream_scope(eager_stream_scope const&)            = delete;
+  eager_stream_scope& operator=(eager_stream_scope const&) = delete;
+  ~eager_stream_scope() { vouched_eager_stream() = saved_; }
+
+ private:
+  eager_vouch saved_;
+};
+
 /**
  * @brief True when work on `stream` runs eagerly: it is not being captured into a graph and the
- * driver could say so (`cuStreamIsCapturing`). False while it is captured, or when the query fails.
+ * driver could say so (`cuStreamIsCapturing`), or an `eager_stream_scope` of the calling thread
+ * vouches for it. False while it is captured, or when the query fails.
  */
 [[gnu::always_inline]] inline bool stream_is_eager(cudaStream_t stream) noexcept
 {
+  if (eager_vouch const& v = vouched_eager_stream(); v.set && v.stream == stream) { return true; }
   auto const fn = driver().stream_is_capturing;
   if (fn == nullptr) { return true; }  // no driver: no capture
   CUstreamCaptureStatus status{};
