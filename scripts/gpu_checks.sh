@@ -18,7 +18,8 @@
 #   hotpaths  on the tree `suite` built with benchmarks: hit_path_bench and plugin_path_bench, then
 #             the resources' alloc_free and the thread cache's mixed pattern against a base
 #             build, paired by benchmarks/compare_builds.py over RMM_NEXT_COMPARE_ROUNDS rounds
-#             (default 9), the one-thread programs pinned to two cores. RMM_NEXT_BASE_SOURCE
+#             (default 9), the one-thread programs pinned to two cores; plugin_path_bench too
+#             when the base has it. RMM_NEXT_BASE_SOURCE
 #             names the base's source tree (`git archive REV` unpacked), built here with the same
 #             Google Benchmark.
 # Environment: RMM_NEXT_RMM_ROOT (benchmarks/fetch_rmm.sh's folder) makes `suite` build RMM's
@@ -103,6 +104,12 @@ case $step in
       "-Dbenchmark_DIR=$gbench" >"$logs/base_build.log" 2>&1 &&
       cmake --build build/gpu-base -j "$(nproc)" --target alloc_free_bench mixed_pattern_bench \
         >>"$logs/base_build.log" 2>&1 || { tail -20 "$logs/base_build.log"; exit 1; }
+    plugin=()  # the plugin's path too, where both builds have it
+    if [[ -x $bench/plugin_path_bench && -f $base_src/benchmarks/plugin_path_bench.cpp ]] &&
+      cmake --build build/gpu-base -j "$(nproc)" --target plugin_path_bench \
+        >>"$logs/base_build.log" 2>&1; then
+      plugin=(--pinned 'plugin_path=^plugin_path/torch_pair/')
+    fi
     say "hit path"
     timeout 90 "$bench/hit_path_bench" --benchmark_repetitions=5 \
       --benchmark_report_aggregates_only=true >"$logs/hit_path.txt" 2>&1
@@ -118,7 +125,7 @@ case $step in
       --pinned 'alloc_free=^alloc_free(_paired)?/device/' \
       --pinned 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:1$' \
       --program 'mixed_pattern=mixed_pattern/(own_stream|four_streams)/thread_cache/.*threads:16$' \
-      2>/dev/null | tee "$logs/compare.txt" | grep -v '^Running\|^Run on\|^CPU\|^  L\|^Load\|^cuda_\|^gpu_\|^20'
+      "${plugin[@]}" 2>/dev/null | tee "$logs/compare.txt" | grep -v '^Running\|^Run on\|^CPU\|^  L\|^Load\|^cuda_\|^gpu_\|^20'
     ;;
   *)
     echo "gpu_checks.sh: unknown step '$step' (suite, memcheck, replay or hotpaths)" >&2

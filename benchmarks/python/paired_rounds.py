@@ -6,7 +6,7 @@ the paired steps/s ratios (segments / native), whether the losses are identical,
 reserved of each way (the largest over the rounds).
 
     paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N] [--seconds S]
-                     [--max-idle-mib M] [--max-idle-fraction F] [--pool]
+                     [--max-idle-mib M] [--max-idle-fraction F] [--pool] [--breakdown K]
 
 --max-idle-mib and --max-idle-fraction set the segment cache's bounds (train_steps.py's options).
 --pool also trains each model once on the driver pool alone (train_steps.py's way pool), after
@@ -36,13 +36,16 @@ parser.add_argument("--seconds", type=float, default=0,
                     help="start no round that would end past this many seconds (0: no limit)")
 parser.add_argument("--max-idle-mib", type=int, default=None)
 parser.add_argument("--max-idle-fraction", type=float, default=None)
+parser.add_argument("--breakdown", type=int, default=0, metavar="K",
+                    help="train_steps.py --breakdown K for every run, and a table of it")
 parser.add_argument("--pool", action="store_true",
                     help="also train each model once on the driver pool alone")
 args = parser.parse_args()
 out = pathlib.Path(args.out)
 bounds = [*(["--max-idle-mib", str(args.max_idle_mib)] if args.max_idle_mib is not None else []),
           *(["--max-idle-fraction", str(args.max_idle_fraction)]
-            if args.max_idle_fraction is not None else [])]
+            if args.max_idle_fraction is not None else []),
+          *(["--breakdown", str(args.breakdown)] if args.breakdown else [])]
 out.mkdir(parents=True, exist_ok=True)
 
 
@@ -95,3 +98,20 @@ for model in args.models.split(","):
           f"{max(r['segments']['peak_reserved_bytes'] for r in rows) / MiB:.0f} |"
           + (f" {pool[model]['peak_reserved_bytes'] / MiB:.0f} |"
              if "peak_reserved_bytes" in pool.get(model, {}) else " failed |" if args.pool else ""))
+if args.breakdown:
+    print()
+    print("| model | way | steps/s (median) | synced ms/step | GPU busy ms/step | "
+          "pair ns 4 KiB | pair ns 1 MiB | pair ns 8 MiB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model in args.models.split(","):
+        for way in ("native", "segments"):
+            done = [r[way] for r in runs if r["model"] == model and "breakdown" in r[way]]
+            if not done:
+                continue
+            med = statistics.median
+            b = [d["breakdown"] for d in done]
+            print(f"| {model} | {way} | {med(d['steps_per_second'] for d in done):.1f} | "
+                  f"{med(x['synced_ms_per_step'] for x in b):.2f} | "
+                  f"{med(x['gpu_ms_per_step'] for x in b):.2f} | "
+                  + " | ".join(f"{med(x['pair_ns'][n] for x in b):.0f}"
+                               for n in ("4096", "1048576", "8388608")) + " |")

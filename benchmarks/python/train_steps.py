@@ -14,6 +14,14 @@ computes the same losses. Prints one JSON object: steps_per_second over the step
 warm-up, the losses, and the peak reserved: torch.cuda.max_memory_reserved for native, the
 pool's ReservedMemHigh for rmm-next (everything the driver pool mapped, cached segments
 included). benchmarks/python/paired_rounds.py runs the ways in interleaved rounds.
+
+--breakdown K adds, after the timed steps (which it does not change), a "breakdown": the host's
+time per step when the host waits for the GPU after each of K steps (nothing overlaps), the GPU's
+busy time per step (the device time of every kernel, copy and set of K steps under
+torch.profiler), and the time of one torch.empty + del pair of 4 KiB, 1 MiB and 8 MiB on the
+current stream (a Python loop: PyTorch's own cost is in it, the same for every way). A way whose
+steps/s is 1000 / gpu_ms_per_step is GPU-bound; where the host is the limit, the pairs show what
+the allocator adds.
 """
 
 import argparse
@@ -32,6 +40,9 @@ parser.add_argument("--max-idle-mib", type=int, default=None,
                     help="segments: the cache's max_idle_bytes in MiB (default: the cache's)")
 parser.add_argument("--max-idle-fraction", type=float, default=None,
                     help="segments: the cache's max_idle_fraction (default: the cache's)")
+parser.add_argument("--breakdown", type=int, default=0, metavar="K",
+                    help="after the timed steps, K more steps three ways (see the module) and "
+                         "the time of one allocation and free through PyTorch")
 args = parser.parse_args()
 
 import torch  # noqa: E402
@@ -117,4 +128,38 @@ else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
     result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
     if args.way == "segments":
         result["segment_cache"] = rmm_next.segment_cache_statistics(0)
+if args.breakdown > 0:
+    def one_step(step):
+        batch, length = shapes[step % len(shapes)]
+        optimizer.zero_grad(set_to_none=True)
+        step_loss(batch, length).backward()
+        optimizer.step()
+
+    k = args.breakdown
+    torch.cuda.synchronize()
+    begin = time.perf_counter()
+    for step in range(k):
+        one_step(step)
+        torch.cuda.synchronize()
+    synced_ms = (time.perf_counter() - begin) * 1e3 / k
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for step in range(k):
+            one_step(step)
+        torch.cuda.synchronize()
+    device_us = sum(getattr(e, "self_device_time_total", 0) or 0 for e in prof.key_averages()
+                    if str(e.device_type).endswith("CUDA"))  # kernels, copies and sets
+    pairs = {}
+    for nbytes in (4 << 10, 1 << 20, 8 << 20):
+        n = 20000
+        torch.cuda.synchronize()
+        begin = time.perf_counter()
+        for _ in range(n):
+            x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+            del x
+        torch.cuda.synchronize()
+        pairs[str(nbytes)] = (time.perf_counter() - begin) * 1e9 / n
+    result["breakdown"] = {"steps": k, "synced_ms_per_step": synced_ms,
+                           "gpu_ms_per_step": device_us / 1e3 / k, "pair_ns": pairs}
 print(json.dumps(result))
