@@ -100,9 +100,8 @@ for model in args.models.split(","):
              if "peak_reserved_bytes" in pool.get(model, {}) else " failed |" if args.pool else ""))
 if args.breakdown:
     print()
-    print("| model | way | steps/s (median) | synced ms/step | GPU busy ms/step | "
-          "pair ns 4 KiB | pair ns 1 MiB | pair ns 8 MiB |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | way | steps/s (median) | synced ms/step | GPU busy ms/step |")
+    print("|---|---|---|---|---|")
     for model in args.models.split(","):
         for way in ("native", "segments"):
             done = [r[way] for r in runs if r["model"] == model and "breakdown" in r[way]]
@@ -112,6 +111,4 @@ if args.breakdown:
             b = [d["breakdown"] for d in done]
             print(f"| {model} | {way} | {med(d['steps_per_second'] for d in done):.1f} | "
                   f"{med(x['synced_ms_per_step'] for x in b):.2f} | "
-                  f"{med(x['gpu_ms_per_step'] for x in b):.2f} | "
-                  + " | ".join(f"{med(x['pair_ns'][n] for x in b):.0f}"
-                               for n in ("4096", "1048576", "8388608")) + " |")
+                  f"{med(x['gpu_ms_per_step'] for x in b):.2f} |")

@@ -16,12 +16,10 @@ pool's ReservedMemHigh for rmm-next (everything the driver pool mapped, cached s
 included). benchmarks/python/paired_rounds.py runs the ways in interleaved rounds.
 
 --breakdown K adds, after the timed steps (which it does not change), a "breakdown": the host's
-time per step when the host waits for the GPU after each of K steps (nothing overlaps), the GPU's
-busy time per step (the device time of every kernel, copy and set of K steps under
-torch.profiler), and the time of one torch.empty + del pair of 4 KiB, 1 MiB and 8 MiB on the
-current stream (a Python loop: PyTorch's own cost is in it, the same for every way). A way whose
-steps/s is 1000 / gpu_ms_per_step is GPU-bound; where the host is the limit, the pairs show what
-the allocator adds.
+time per step when the host waits for the GPU after each of K steps (nothing overlaps), and the
+GPU's busy time per step (the device time of every kernel, copy and set of K steps under
+torch.profiler). A way whose steps/s is near 1000 / gpu_ms_per_step is GPU-bound; below it the
+host is the limit, and what each allocation costs on the host counts (torch_pairs.py).
 """
 
 import argparse
@@ -41,8 +39,8 @@ parser.add_argument("--max-idle-mib", type=int, default=None,
 parser.add_argument("--max-idle-fraction", type=float, default=None,
                     help="segments: the cache's max_idle_fraction (default: the cache's)")
 parser.add_argument("--breakdown", type=int, default=0, metavar="K",
-                    help="after the timed steps, K more steps three ways (see the module) and "
-                         "the time of one allocation and free through PyTorch")
+                    help="after the timed steps, K more steps with a wait after each, then K "
+                         "under torch.profiler (see the module)")
 args = parser.parse_args()
 
 import torch  # noqa: E402
@@ -150,16 +148,6 @@ if args.breakdown > 0:
         torch.cuda.synchronize()
     device_us = sum(getattr(e, "self_device_time_total", 0) or 0 for e in prof.key_averages()
                     if str(e.device_type).endswith("CUDA"))  # kernels, copies and sets
-    pairs = {}
-    for nbytes in (4 << 10, 1 << 20, 8 << 20):
-        n = 20000
-        torch.cuda.synchronize()
-        begin = time.perf_counter()
-        for _ in range(n):
-            x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-            del x
-        torch.cuda.synchronize()
-        pairs[str(nbytes)] = (time.perf_counter() - begin) * 1e9 / n
     result["breakdown"] = {"steps": k, "synced_ms_per_step": synced_ms,
-                           "gpu_ms_per_step": device_us / 1e3 / k, "pair_ns": pairs}
+                           "gpu_ms_per_step": device_us / 1e3 / k}
 print(json.dumps(result))
