@@ -829,3 +829,73 @@ TEST(SegmentCacheModel, TwoThreadsOnTheLegacyStreamLeaveNothingIdleAfterATrim)
 }
 
 }  // namespace
+
+// The allocator plugin vouches for a stream it has just found eager (detail::eager_stream_scope)
+// around one call into the cache. A block of stream `s` is cached; `s` is then captured (every
+// mode), and the cache is called on `s` after a scope for `s` ended, inside a scope for another
+// stream, and from another thread while a scope for `s` lasts on this one. Each time the cache
+// must ask `s`, find it captured and bypass: asking a captured stream for its lane, as a hit does,
+// would invalidate the capture (a violation of the model). Inside a live scope for `s` after the
+// capture, the cached block is served.
+TEST(SegmentCacheModel, AVouchForAStreamEndsWithItsScopeAndStaysOnItsThread)
+{
+  using rmm_next::detail::eager_stream_scope;
+  cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+  auto& cache = c.cache;
+  model::worker thread{0};
+  model::worker other{0};
+  model::stream* s = nullptr;
+  model::stream* t = nullptr;
+  {
+    std::lock_guard lock{the().mutex};
+    s = the().create_stream(0, false, false);
+    t = the().create_stream(0, false, false);
+  }
+  auto const handle_s         = reinterpret_cast<cudaStream_t>(s);
+  auto const handle_t         = reinterpret_cast<cudaStream_t>(t);
+  constexpr std::size_t bytes = 4096;
+  void* cached                = nullptr;
+  thread.call([&] {
+    cached = cache.allocate(handle_s, bytes);
+    cache.deallocate(handle_s, cached, bytes);
+  });
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    std::uint64_t const bypasses = cache.statistics().bypasses;
+    std::vector<void*> graph_blocks;
+    thread.call([&] {
+      {
+        std::lock_guard lock{the().mutex};
+        the().begin_capture(*s, static_cast<cudaStreamCaptureMode>(mode), thread.id());
+      }
+      {
+        eager_stream_scope const ended{handle_s};
+      }
+      graph_blocks.push_back(cache.allocate(handle_s, bytes));
+      {
+        eager_stream_scope const outer{handle_s};
+        eager_stream_scope const inner{handle_t};
+        graph_blocks.push_back(cache.allocate(handle_s, bytes));
+        eager_stream_scope const held{handle_s};
+        other.call([&] { graph_blocks.push_back(cache.allocate(handle_s, bytes)); });
+      }
+      for (void* p : graph_blocks) {
+        cache.deallocate(handle_s, p, bytes);
+      }
+      std::lock_guard lock{the().mutex};
+      EXPECT_NE(the().end_capture(*s), nullptr) << "the capture was invalidated";
+    });
+    EXPECT_EQ(cache.statistics().bypasses, bypasses + graph_blocks.size());
+    for (void* p : graph_blocks) {
+      EXPECT_NE(p, cached);
+    }
+  }
+  thread.call([&] {
+    eager_stream_scope const vouched{handle_s};
+    void* const again = cache.allocate(handle_s, bytes);
+    EXPECT_EQ(again, cached);
+    cache.deallocate(handle_s, again, bytes);
+  });
+  EXPECT_EQ(cache.statistics().hits, 1u);
+  model::report_violations(0);
+}

@@ -25,7 +25,10 @@ namespace {
 std::mutex blocks_mutex;
 std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // by size rounded to 512
 
-std::size_t rounded(ssize_t size) { return (static_cast<std::size_t>(size) + 511) & ~std::size_t{511}; }
+std::size_t rounded(ssize_t size)
+{
+  return (static_cast<std::size_t>(size) + 511) & ~std::size_t{511};
+}
 
 }  // namespace
 
