@@ -20,6 +20,10 @@
 //   hit_path/mutex                      an uncontended std::mutex lock + unlock
 //   hit_path/segment_cache/<stream>     a segment_cache_adaptor pair of 4 KiB (every pair a hit)
 //   hit_path/thread_cache/<stream>      a thread_cache_adaptor pair of 4 KiB
+//   hit_path/segment_cache_cold/<stream>, hit_path/thread_cache_cold/<stream>
+//                                       the same pairs with the host's caches cold (other data
+//                                       written between pairs: cold_timed_pairs), the pair alone
+//                                       timed: what a hit costs amid a program's own host work
 //   hit_path/raw_pool/<stream>          cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
 //
 // <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
@@ -53,27 +57,29 @@ std::pair<char const*, cudaStream_t> const streams[] = {{"made", nullptr},
 
 cudaStream_t resolve(cudaStream_t s) { return s == nullptr ? thread_stream(0) : s; }
 
+/** @brief `fn` on each stream; `manual`: the benchmark times itself (SetIterationTime). */
 template <class Fn>
-void register_on_streams(std::string const& what, Fn fn)
+void register_on_streams(std::string const& what, Fn fn, bool manual = false)
 {
   for (auto const& [name, handle] : streams) {
-    benchmark::RegisterBenchmark(("hit_path/" + what + "/" + name).c_str(),
-                                 [fn, handle](benchmark::State& state) {
-                                   guarded(state, [&] { fn(state, resolve(handle)); });
-                                 })
-      ->UseRealTime()
-      ->Unit(benchmark::kNanosecond);
+    auto* const b = benchmark::RegisterBenchmark(
+      ("hit_path/" + what + "/" + name).c_str(), [fn, handle](benchmark::State& state) {
+        guarded(state, [&] { fn(state, resolve(handle)); });
+      });
+    (manual ? b->UseManualTime() : b->UseRealTime())->Unit(benchmark::kNanosecond);
   }
 }
 
+/** @brief Pairs of `pair_bytes` through `r`; `cold`: with the host's caches cold between them. */
 template <class Resource>
-void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream)
+void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream, bool cold = false)
 {
-  timed_pairs(
-    state,
-    [&r](std::size_t bytes, cudaStream_t s) { wrapped_pair(r, bytes, s); },
-    pair_bytes,
-    stream);
+  auto const pair = [&r](std::size_t bytes, cudaStream_t s) { wrapped_pair(r, bytes, s); };
+  if (cold) {
+    cold_timed_pairs(state, pair, pair_bytes, stream);
+  } else {
+    timed_pairs(state, pair, pair_bytes, stream);
+  }
 }
 
 void register_all()
@@ -135,6 +141,14 @@ void register_all()
   register_on_streams("thread_cache", [](benchmark::State& state, cudaStream_t s) {
     resource_pairs(state, thread_cache, s);
   });
+  register_on_streams(
+    "segment_cache_cold",
+    [](benchmark::State& state, cudaStream_t s) { resource_pairs(state, segment_cache, s, true); },
+    true);
+  register_on_streams(
+    "thread_cache_cold",
+    [](benchmark::State& state, cudaStream_t s) { resource_pairs(state, thread_cache, s, true); },
+    true);
   register_on_streams("raw_pool", [](benchmark::State& state, cudaStream_t s) {
     int device = 0;
     check(cudaGetDevice(&device), "cudaGetDevice");

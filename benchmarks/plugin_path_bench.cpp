@@ -9,6 +9,11 @@
 //
 //   plugin_path/torch_pair/<cache>/<bytes>   <cache>: none (the device's pool), segment_cache,
 //                                            thread_cache
+//   plugin_path/torch_pair_cold/<cache>/<bytes>
+//                                            the same pair with the host's caches cold (other
+//                                            data written between pairs, as a training step's
+//                                            host work does: cold_timed_pairs); the pair alone
+//                                            is timed
 //
 // The difference between torch_pair/segment_cache and hit_path_bench's segment_cache pair is the
 // plugin's own bookkeeping (the live-pointer registry, counters, capture queries); hit_path_bench's
@@ -62,30 +67,34 @@ class cache_scope {
 
 void register_all()
 {
-  for (std::size_t const bytes : latency_sizes()) {
-    for (char const* cache : {"none", "segment_cache", "thread_cache"}) {
-      benchmark::RegisterBenchmark(
-        ("plugin_path/torch_pair/" + std::string{cache} + "/" + std::to_string(bytes)).c_str(),
-        [cache, bytes](benchmark::State& state) {
-          guarded(state, [&] {
-            int device = 0;
-            check(cudaGetDevice(&device), "cudaGetDevice");
-            cache_scope const scope{cache, device};
-            auto const size = static_cast<ssize_t>(bytes);
-            timed_pairs(
-              state,
-              [device, size](std::size_t, cudaStream_t stream) {
+  for (bool const cold : {false, true}) {
+    for (std::size_t const bytes : latency_sizes()) {
+      for (char const* cache : {"none", "segment_cache", "thread_cache"}) {
+        std::string const name = std::string{"plugin_path/"} +
+                                 (cold ? "torch_pair_cold/" : "torch_pair/") + cache + "/" +
+                                 std::to_string(bytes);
+        auto* const b =
+          benchmark::RegisterBenchmark(name.c_str(), [cache, bytes, cold](benchmark::State& state) {
+            guarded(state, [&] {
+              int device = 0;
+              check(cudaGetDevice(&device), "cudaGetDevice");
+              cache_scope const scope{cache, device};
+              auto const size = static_cast<ssize_t>(bytes);
+              auto const pair = [device, size](std::size_t, cudaStream_t stream) {
                 void* ptr = rmm_next_torch_alloc(size, device, stream);
                 if (ptr == nullptr) { throw std::runtime_error{rmm_next_last_error()}; }
                 benchmark::DoNotOptimize(ptr);
                 rmm_next_torch_free(ptr, size, device, stream);
-              },
-              bytes,
-              cudaStreamLegacy);
+              };
+              if (cold) {
+                cold_timed_pairs(state, pair, bytes, cudaStreamLegacy);
+              } else {
+                timed_pairs(state, pair, bytes, cudaStreamLegacy);
+              }
+            });
           });
-        })
-        ->UseRealTime()
-        ->Unit(benchmark::kNanosecond);
+        (cold ? b->UseManualTime() : b->UseRealTime())->Unit(benchmark::kNanosecond);
+      }
     }
   }
 }

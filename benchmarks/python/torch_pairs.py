@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """What one torch.empty + del costs on the host under each allocator, in interleaved rounds.
 
-    torch_pairs.py OUT_DIR [--rounds N] [--pairs N] [--ways native,floor,pool,segments]
+    torch_pairs.py OUT_DIR [--rounds N] [--pairs N] [--ways native,floor,pool,segments] [--cold]
 
 Each way runs in a process of its own: native (PyTorch's caching allocator), floor (PyTorch's
 CUDAPluggableAllocator over floor_allocator.cpp, which does next to nothing: the cost of the
@@ -11,6 +11,10 @@ pluggable route itself), pool (rmm_next.torch.use(), the driver pool alone) and 
 on the current stream (after as many untimed ones), five times, and keeps the fastest: ns per
 pair, the Python loop and PyTorch's tensor creation included, the same for every way. The order of
 the ways turns every round. The floor library is built with nvcc into OUT_DIR on first use.
+
+--cold writes one int64 in every 64-byte line of 4 MiB of host memory before each pair (as a
+training step's own host work does between two allocations: the allocator's data leaves the
+core's L1 and L2) and times the pair alone (time.perf_counter_ns around it, in every way alike).
 
 Writes OUT_DIR/torch_pairs.json and prints, per size, the median over the rounds of each way and of
 its difference from native.
@@ -28,7 +32,10 @@ import time
 SIZES = (4 << 10, 1 << 20, 8 << 20)
 
 
-def measure(way, pairs, floor_library):
+COLD_BYTES = 4 << 20
+
+
+def measure(way, pairs, floor_library, cold):
     import torch
 
     if way == "floor":
@@ -41,6 +48,8 @@ def measure(way, pairs, floor_library):
 
         rmm_next.torch.use(segment_cache=True if way == "segments" else None)
     result = {}
+    lines = torch.zeros(COLD_BYTES // 8, dtype=torch.int64)[::8]  # one int64 per 64-byte line
+    clock = time.perf_counter_ns
     for nbytes in SIZES:
         for _ in range(pairs):  # warm: the block is cached in every way
             x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
@@ -48,6 +57,16 @@ def measure(way, pairs, floor_library):
         best = float("inf")
         for _ in range(5):
             torch.cuda.synchronize()
+            if cold:
+                spent = 0
+                for _ in range(pairs):
+                    lines.add_(1)
+                    begin = clock()
+                    x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+                    del x
+                    spent += clock() - begin
+                best = min(best, spent / 1e9)
+                continue
             begin = time.perf_counter()
             for _ in range(pairs):
                 x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
@@ -64,11 +83,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=20000)
     parser.add_argument("--ways", default="native,floor,pool,segments")
+    parser.add_argument("--cold", action="store_true",
+                        help="other host memory written before each pair; the pair alone timed")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # one way, in this process
     parser.add_argument("--floor-library", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.pairs, args.floor_library)))
+        print(json.dumps(measure(args.measure, args.pairs, args.floor_library, args.cold)))
         return
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,7 +105,8 @@ def main():
         row = {}
         for way in order:
             done = subprocess.run([sys.executable, __file__, str(out), "--measure", way,
-                                   "--pairs", str(args.pairs), "--floor-library", str(floor)],
+                                   "--pairs", str(args.pairs), "--floor-library", str(floor),
+                                   *(["--cold"] if args.cold else [])],
                                   capture_output=True, text=True, env=dict(os.environ))
             row[way] = (json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0
                         else {"error": done.stderr[-1500:]})

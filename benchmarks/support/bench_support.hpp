@@ -240,6 +240,43 @@ void timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaSt
   state.SetItemsProcessed(state.iterations());
 }
 
+/** @brief Bytes `cold_timed_pairs` writes between two pairs: twice a core's L2 on the GPU hosts. */
+inline constexpr std::size_t cold_bytes = std::size_t{4} << 20;
+
+/**
+ * @brief `timed_pairs` with the host's caches cold: before each pair, one write to every 64-byte
+ * line of `cold_bytes` of other data, as a training step's own host work (the interpreter, the
+ * framework's dispatch) does between two allocations, so that the pair finds its code's data out
+ * of the core's L1 and L2. Only the pair is timed (the benchmark must use manual time); the two
+ * clock reads around it are in every variant alike.
+ */
+template <class Pair>
+void cold_timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaStream_t stream)
+{
+  std::vector<std::uint64_t> other(cold_bytes / sizeof(std::uint64_t));
+  constexpr std::size_t per_line = 64 / sizeof(std::uint64_t);
+  pair(bytes, stream);
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::size_t n = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < other.size(); i += per_line) {
+      other[i] += 1;
+    }
+    benchmark::ClobberMemory();
+    auto const begin = std::chrono::steady_clock::now();
+    pair(bytes, stream);
+    auto const end = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
+    if (++n == pairs_per_sync) {
+      n = 0;
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  benchmark::DoNotOptimize(other.data());
+  state.SetItemsProcessed(state.iterations());
+}
+
 /**
  * @brief A Google Benchmark statistic: the smallest value over the repetitions, reported as the
  * aggregate "min". For times it is the fastest repetition: noise on the machine adds time to a
