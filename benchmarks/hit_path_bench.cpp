@@ -22,7 +22,7 @@
 //   hit_path/thread_cache/<stream>      a thread_cache_adaptor pair of 4 KiB
 //   hit_path/segment_cache_cold/<stream>, hit_path/thread_cache_cold/<stream>
 //                                       the same pairs with the host's caches cold (other data
-//                                       written between pairs: cold_timed_pairs), the pair alone
+//                                       written between pairs: a cold timed_pairs), the pair alone
 //                                       timed: what a hit costs amid a program's own host work
 //   hit_path/raw_pool/<stream>          cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
 //
@@ -74,12 +74,12 @@ void register_on_streams(std::string const& what, Fn fn, bool manual = false)
 template <class Resource>
 void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream, bool cold = false)
 {
-  auto const pair = [&r](std::size_t bytes, cudaStream_t s) { wrapped_pair(r, bytes, s); };
-  if (cold) {
-    cold_timed_pairs(state, pair, pair_bytes, stream);
-  } else {
-    timed_pairs(state, pair, pair_bytes, stream);
-  }
+  timed_pairs(
+    state,
+    [&r](std::size_t bytes, cudaStream_t s) { wrapped_pair(r, bytes, s); },
+    pair_bytes,
+    stream,
+    cold);
 }
 
 void register_all()

@@ -12,7 +12,7 @@
 //   plugin_path/torch_pair_cold/<cache>/<bytes>
 //                                            the same pair with the host's caches cold (other
 //                                            data written between pairs, as a training step's
-//                                            host work does: cold_timed_pairs); the pair alone
+//                                            host work does: a cold timed_pairs); the pair alone
 //                                            is timed
 //
 // The difference between torch_pair/segment_cache and hit_path_bench's segment_cache pair is the
@@ -80,17 +80,17 @@ void register_all()
               check(cudaGetDevice(&device), "cudaGetDevice");
               cache_scope const scope{cache, device};
               auto const size = static_cast<ssize_t>(bytes);
-              auto const pair = [device, size](std::size_t, cudaStream_t stream) {
-                void* ptr = rmm_next_torch_alloc(size, device, stream);
-                if (ptr == nullptr) { throw std::runtime_error{rmm_next_last_error()}; }
-                benchmark::DoNotOptimize(ptr);
-                rmm_next_torch_free(ptr, size, device, stream);
-              };
-              if (cold) {
-                cold_timed_pairs(state, pair, bytes, cudaStreamLegacy);
-              } else {
-                timed_pairs(state, pair, bytes, cudaStreamLegacy);
-              }
+              timed_pairs(
+                state,
+                [device, size](std::size_t, cudaStream_t stream) {
+                  void* ptr = rmm_next_torch_alloc(size, device, stream);
+                  if (ptr == nullptr) { throw std::runtime_error{rmm_next_last_error()}; }
+                  benchmark::DoNotOptimize(ptr);
+                  rmm_next_torch_free(ptr, size, device, stream);
+                },
+                bytes,
+                cudaStreamLegacy,
+                cold);
             });
           });
         (cold ? b->UseManualTime() : b->UseRealTime())->Unit(benchmark::kNanosecond);

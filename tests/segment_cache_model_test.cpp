@@ -427,6 +427,13 @@ TEST(SegmentCacheModel, EveryByteHandedOutIsOrderedAfterItsLastUseAndNoCaptureIs
   EXPECT_GT(ops["capture"], 0);
 }
 
+/** @brief A stream the program made (non-blocking) on the primary context of device 0. */
+model::stream* made_stream()
+{
+  std::lock_guard lock{the().mutex};
+  return the().create_stream(0, false, false);
+}
+
 /** @brief A segment cache over a model pool of `bytes`; `ps` is what the pool knows. */
 struct cache_over_pool {
   cache_over_pool(std::size_t bytes, rmm_next::segment_cache_options const& options)
@@ -465,11 +472,7 @@ TEST(SegmentCacheModel, AStreamMadeAtADestroyedStreamsHandleProvesNothingOfItsWo
   model_pool pool{std::size_t{64} << 20};
   rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, giving_idle_segments_back()};
   model::worker thread{0};
-  model::stream* old = nullptr;
-  {
-    std::lock_guard lock{the().mutex};
-    old = the().create_stream(0, false, false);
-  }
+  model::stream* const old  = made_stream();
   cudaStream_t const handle = reinterpret_cast<cudaStream_t>(old);
   cuda::stream_ref const stream{handle};
   std::size_t constexpr bytes = 4096;
@@ -530,11 +533,7 @@ TEST(SegmentCacheModel, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesPro
   std::size_t constexpr large = std::size_t{24} << 20;   // a segment of its own
   std::size_t constexpr small = std::size_t{512} << 10;  // in a small segment of their own
   model::worker thread{0};
-  model::stream* made = nullptr;
-  {
-    std::lock_guard lock{the().mutex};
-    made = the().create_stream(0, false, false);
-  }
+  model::stream* const made = made_stream();
   cuda::stream_ref const stream{reinterpret_cast<cudaStream_t>(made)};
   model::vclock x_use;
   rmm_next::segment_cache_statistics before{};
@@ -570,11 +569,7 @@ TEST(SegmentCacheModel, AStreamDestroyedWithWorkPendingGivesBackWhatItsFencesPro
   EXPECT_EQ(c.ps.in_use, st.segment_bytes);
   // The pool's next user of x's memory waits for x's last use.
   thread.call([&] {
-    model::stream* other = nullptr;
-    {
-      std::lock_guard lock{the().mutex};
-      other = the().create_stream(0, false, false);
-    }
+    model::stream* const other = made_stream();
     cuda::stream_ref const next{reinterpret_cast<cudaStream_t>(other)};
     void* p = c.pool.allocate(next, large);
     {
@@ -725,13 +720,8 @@ TEST(SegmentCacheModel, ASegmentFreedOnlyOnAnotherStreamGoesBackBehindThoseFrees
 {
   cache_over_pool c{std::size_t{64} << 20, giving_idle_segments_back()};
   model::worker thread{0};
-  model::stream* producer = nullptr;
-  model::stream* consumer = nullptr;
-  {
-    std::lock_guard lock{the().mutex};
-    producer = the().create_stream(0, false, false);
-    consumer = the().create_stream(0, false, false);
-  }
+  model::stream* const producer = made_stream();
+  model::stream* const consumer = made_stream();
   auto const handle = [](model::stream* s) { return reinterpret_cast<cudaStream_t>(s); };
   model::vclock last_use;
   thread.call([&] {
@@ -757,11 +747,7 @@ TEST(SegmentCacheModel, ASegmentFreedOnlyOnAnotherStreamGoesBackBehindThoseFrees
   EXPECT_EQ(st.released_segments, 1u);
   EXPECT_EQ(c.ps.in_use, 0u);
   thread.call([&] {  // the pool's next user of that memory waits for the blocks' last uses
-    model::stream* other = nullptr;
-    {
-      std::lock_guard lock{the().mutex};
-      other = the().create_stream(0, false, false);
-    }
+    model::stream* const other = made_stream();
     void* p = c.pool.allocate(cuda::stream_ref{handle(other)}, std::size_t{2} << 20);
     {
       std::lock_guard lock{the().mutex};
@@ -844,13 +830,8 @@ TEST(SegmentCacheModel, AVouchForAStreamEndsWithItsScopeAndStaysOnItsThread)
   auto& cache = c.cache;
   model::worker thread{0};
   model::worker other{0};
-  model::stream* s = nullptr;
-  model::stream* t = nullptr;
-  {
-    std::lock_guard lock{the().mutex};
-    s = the().create_stream(0, false, false);
-    t = the().create_stream(0, false, false);
-  }
+  model::stream* const s      = made_stream();
+  model::stream* const t      = made_stream();
   auto const handle_s         = reinterpret_cast<cudaStream_t>(s);
   auto const handle_t         = reinterpret_cast<cudaStream_t>(t);
   constexpr std::size_t bytes = 4096;

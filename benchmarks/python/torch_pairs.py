@@ -47,31 +47,32 @@ def measure(way, pairs, floor_library, cold):
         import rmm_next
 
         rmm_next.torch.use(segment_cache=True if way == "segments" else None)
-    result = {}
     lines = torch.zeros(COLD_BYTES // 8, dtype=torch.int64)[::8]  # one int64 per 64-byte line
     clock = time.perf_counter_ns
-    for nbytes in SIZES:
-        for _ in range(pairs):  # warm: the block is cached in every way
-            x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-            del x
-        best = float("inf")
-        for _ in range(5):
-            torch.cuda.synchronize()
-            if cold:
-                spent = 0
-                for _ in range(pairs):
-                    lines.add_(1)
-                    begin = clock()
-                    x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-                    del x
-                    spent += clock() - begin
-                best = min(best, spent / 1e9)
-                continue
+
+    def seconds_of_pairs(nbytes):
+        torch.cuda.synchronize()
+        if not cold:
             begin = time.perf_counter()
             for _ in range(pairs):
                 x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
                 del x
-            best = min(best, time.perf_counter() - begin)
+            return time.perf_counter() - begin
+        spent = 0
+        for _ in range(pairs):
+            lines.add_(1)
+            begin = clock()
+            x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+            del x
+            spent += clock() - begin
+        return spent / 1e9
+
+    result = {}
+    for nbytes in SIZES:
+        for _ in range(pairs):  # warm: the block is cached in every way
+            x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+            del x
+        best = min(seconds_of_pairs(nbytes) for _ in range(5))
         result[str(nbytes)] = best * 1e9 / pairs
     torch.cuda.synchronize()
     return result

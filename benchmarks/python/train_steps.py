@@ -100,6 +100,18 @@ else:
         return nn.functional.mse_loss(model(x), target)
 
 optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+
+
+def one_step(step):
+    """One training step on the step's shape; its loss."""
+    batch, length = shapes[step % len(shapes)]
+    optimizer.zero_grad(set_to_none=True)
+    loss = step_loss(batch, length)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 warmup = min(20, args.steps // 5)
 losses = []
 start = None
@@ -107,12 +119,7 @@ for step in range(args.steps):
     if step == warmup:
         torch.cuda.synchronize()
         start = time.perf_counter()
-    batch, length = shapes[step % len(shapes)]
-    optimizer.zero_grad(set_to_none=True)
-    loss = step_loss(batch, length)
-    loss.backward()
-    optimizer.step()
-    losses.append(loss.detach())
+    losses.append(one_step(step).detach())
 torch.cuda.synchronize()
 elapsed = time.perf_counter() - start
 result = {"model": args.model, "way": args.way, "steps": args.steps,
@@ -127,12 +134,6 @@ else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
     if args.way == "segments":
         result["segment_cache"] = rmm_next.segment_cache_statistics(0)
 if args.breakdown > 0:
-    def one_step(step):
-        batch, length = shapes[step % len(shapes)]
-        optimizer.zero_grad(set_to_none=True)
-        step_loss(batch, length).backward()
-        optimizer.step()
-
     k = args.breakdown
     torch.cuda.synchronize()
     begin = time.perf_counter()

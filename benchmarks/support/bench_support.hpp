@@ -219,18 +219,19 @@ void wrapped_pair(ResourceOrRef& r, std::size_t bytes, cudaStream_t stream)
 }
 
 /**
- * @brief The timed loop of the pair benchmarks (alloc_free and thread_scaling): one untimed
- * warm-up pair, then one `pair(bytes, stream)` per iteration, the stream synchronized every
- * `pairs_per_sync` pairs and at the end, so that no variant piles up frees.
+ * @brief The loop of the pair benchmarks: one untimed warm-up pair, then `step()` per iteration,
+ * the stream synchronized every `pairs_per_sync` pairs and at the end, so that no variant piles
+ * up frees.
  */
-template <class Pair>
-void timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaStream_t stream)
+template <class Pair, class Step>
+void pair_loop(
+  benchmark::State& state, Pair& pair, std::size_t bytes, cudaStream_t stream, Step&& step)
 {
   pair(bytes, stream);  // the pool maps its memory outside the timed loop
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   std::size_t n = 0;
   for (auto _ : state) {
-    pair(bytes, stream);
+    step();
     if (++n == pairs_per_sync) {
       n = 0;
       check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
@@ -240,25 +241,31 @@ void timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaSt
   state.SetItemsProcessed(state.iterations());
 }
 
-/** @brief Bytes `cold_timed_pairs` writes between two pairs: twice a core's L2 on the GPU hosts. */
+/** @brief Bytes a cold `timed_pairs` writes between two pairs: twice a core's L2 on the GPU hosts.
+ */
 inline constexpr std::size_t cold_bytes = std::size_t{4} << 20;
 
 /**
- * @brief `timed_pairs` with the host's caches cold: before each pair, one write to every 64-byte
- * line of `cold_bytes` of other data, as a training step's own host work (the interpreter, the
+ * @brief The timed loop of the pair benchmarks (alloc_free, thread_scaling, the hit and plugin
+ * paths): one `pair(bytes, stream)` per iteration (`pair_loop`).
+ *
+ * `cold`: the host's caches cold. Before each pair, one write to every 64-byte line of
+ * `cold_bytes` of other data, as a training step's own host work (the interpreter, the
  * framework's dispatch) does between two allocations, so that the pair finds its code's data out
  * of the core's L1 and L2. Only the pair is timed (the benchmark must use manual time); the two
  * clock reads around it are in every variant alike.
  */
 template <class Pair>
-void cold_timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, cudaStream_t stream)
+void timed_pairs(
+  benchmark::State& state, Pair&& pair, std::size_t bytes, cudaStream_t stream, bool cold = false)
 {
+  if (!cold) {
+    pair_loop(state, pair, bytes, stream, [&] { pair(bytes, stream); });
+    return;
+  }
   std::vector<std::uint64_t> other(cold_bytes / sizeof(std::uint64_t));
   constexpr std::size_t per_line = 64 / sizeof(std::uint64_t);
-  pair(bytes, stream);
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::size_t n = 0;
-  for (auto _ : state) {
+  pair_loop(state, pair, bytes, stream, [&] {
     for (std::size_t i = 0; i < other.size(); i += per_line) {
       other[i] += 1;
     }
@@ -267,14 +274,8 @@ void cold_timed_pairs(benchmark::State& state, Pair&& pair, std::size_t bytes, c
     pair(bytes, stream);
     auto const end = std::chrono::steady_clock::now();
     state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
-    if (++n == pairs_per_sync) {
-      n = 0;
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    }
-  }
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  });
   benchmark::DoNotOptimize(other.data());
-  state.SetItemsProcessed(state.iterations());
 }
 
 /**

@@ -334,6 +334,19 @@ void* allocation_call(int device, Allocate&& allocate)
   }
 }
 
+/**
+ * @brief `call()`, with `stream` vouched for as eager to the resources below
+ * (`detail::eager_stream_scope`) when `c`, its capture state just asked, says it is, so that they
+ * need not ask again. A stream captured, or whose state the driver could not tell, they ask.
+ */
+template <class Call>
+decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& call)
+{
+  if (c.status != capture_status::none) { return std::forward<Call>(call)(); }
+  detail::eager_stream_scope const eager{stream};
+  return std::forward<Call>(call)();
+}
+
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
 void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cudaStream_t stream)
 {
@@ -344,14 +357,8 @@ void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cud
   st.slot(device);
   counts_ref const counts = local_counts(st.counters, device);
   capture_info const c    = detail::capture_of(stream);
-  void* ptr               = nullptr;
-  if (c.status == capture_status::none) {
-    // The resources below ask the stream's capture state again: the answer just asked stands.
-    detail::eager_stream_scope const eager{stream};
-    ptr = tracing_state().allocate(device, stream, bytes, alignment);
-  } else {
-    ptr = tracing_state().allocate(device, stream, bytes, alignment);
-  }
+  void* const ptr         = vouching_for(
+    stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });
   allocation_record record{.bytes   = bytes,
                            .stream  = stream,
                            .device  = device,
@@ -479,12 +486,7 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
     }
     return;
   }
-  if (c.status == capture_status::none) {
-    detail::eager_stream_scope const eager{f.stream};  // as in allocate
-    free_now(st, f, c);
-    return;
-  }
-  free_now(st, f, c);
+  vouching_for(f.stream, c, [&] { free_now(st, f, c); });
 }
 
 }  // namespace

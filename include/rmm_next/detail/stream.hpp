@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 /**
@@ -224,16 +226,10 @@ inline int stream_device(cudaStream_t stream) noexcept
 // ---- Capture state --------------------------------------------------------------------------
 
 /** @brief The stream an `eager_stream_scope` of the calling thread vouches for, if any. */
-struct eager_vouch {
-  cudaStream_t stream{};
-  bool set{false};
-};
-
-/** @brief The calling thread's `eager_vouch`. */
-[[gnu::always_inline]] inline eager_vouch& vouched_eager_stream() noexcept
+[[gnu::always_inline]] inline std::optional<cudaStream_t>& vouched_eager_stream() noexcept
 {
-  thread_local eager_vouch vouch{};
-  return vouch;
+  thread_local std::optional<cudaStream_t> vouched{};
+  return vouched;
 }
 
 /**
@@ -246,16 +242,17 @@ struct eager_vouch {
  */
 class eager_stream_scope {
  public:
-  explicit eager_stream_scope(cudaStream_t stream) noexcept : saved_{vouched_eager_stream()}
+  explicit eager_stream_scope(cudaStream_t stream) noexcept
+    : vouched_{vouched_eager_stream()}, saved_{std::exchange(vouched_, stream)}
   {
-    vouched_eager_stream() = {stream, true};
   }
   eager_stream_scope(eager_stream_scope const&)            = delete;
   eager_stream_scope& operator=(eager_stream_scope const&) = delete;
-  ~eager_stream_scope() { vouched_eager_stream() = saved_; }
+  ~eager_stream_scope() { vouched_ = saved_; }
 
  private:
-  eager_vouch saved_;
+  std::optional<cudaStream_t>& vouched_;  ///< this thread's, found once
+  std::optional<cudaStream_t> saved_;     ///< the outer scope's, given back at the end
 };
 
 /**
@@ -265,7 +262,7 @@ class eager_stream_scope {
  */
 [[gnu::always_inline]] inline bool stream_is_eager(cudaStream_t stream) noexcept
 {
-  if (eager_vouch const& v = vouched_eager_stream(); v.set && v.stream == stream) { return true; }
+  if (vouched_eager_stream() == stream) { return true; }
   auto const fn = driver().stream_is_capturing;
   if (fn == nullptr) { return true; }  // no driver: no capture
   CUstreamCaptureStatus status{};
