@@ -18,12 +18,19 @@
 //   hit_path/relaxed_mode_runtime       the same through the runtime's
 //                                       cudaThreadExchangeStreamCaptureMode
 //   hit_path/mutex                      an uncontended std::mutex lock + unlock
+//   hit_path/<piece>_cold/...           each piece above (but the runtime's relaxed mode) with the
+//                                       host's caches cold before each call (`cold_caches`), the
+//                                       call alone timed
 //   hit_path/segment_cache/<stream>     a segment_cache_adaptor pair of 4 KiB (every pair a hit)
 //   hit_path/thread_cache/<stream>      a thread_cache_adaptor pair of 4 KiB
 //   hit_path/segment_cache_cold/<stream>, hit_path/thread_cache_cold/<stream>
 //                                       the same pairs with the host's caches cold (other data
 //                                       written between pairs: a cold timed_pairs), the pair alone
 //                                       timed: what a hit costs amid a program's own host work
+//   hit_path/segment_cache_vouched[_cold]/<stream>
+//                                       the segment cache's pair with its stream vouched for as
+//                                       eager (detail::eager_stream_scope, as the plugin does):
+//                                       the cache without its capture queries
 //   hit_path/raw_pool/<stream>          cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
 //
 // <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
@@ -57,7 +64,8 @@ std::pair<char const*, cudaStream_t> const streams[] = {{"made", nullptr},
 
 cudaStream_t resolve(cudaStream_t s) { return s == nullptr ? thread_stream(0) : s; }
 
-/** @brief `fn` on each stream; `manual`: the benchmark times itself (SetIterationTime). */
+/** @brief `fn` on each stream; `manual`: the benchmark times itself (SetIterationTime), a fixed
+ * `cold_iterations`. */
 template <class Fn>
 void register_on_streams(std::string const& what, Fn fn, bool manual = false)
 {
@@ -66,7 +74,42 @@ void register_on_streams(std::string const& what, Fn fn, bool manual = false)
       ("hit_path/" + what + "/" + name).c_str(), [fn, handle](benchmark::State& state) {
         guarded(state, [&] { fn(state, resolve(handle)); });
       });
-    (manual ? b->UseManualTime() : b->UseRealTime())->Unit(benchmark::kNanosecond);
+    if (manual) { b->UseManualTime()->Iterations(cold_iterations); }
+    (manual ? b : b->UseRealTime())->Unit(benchmark::kNanosecond);
+  }
+}
+
+/** @brief `hit_path/<what>`: `call()` per iteration; and `hit_path/<what>_cold`, each call after
+ * the host's caches went cold. */
+template <class Call>
+void register_piece(std::string const& what, Call call)
+{
+  benchmark::RegisterBenchmark(("hit_path/" + what).c_str(),
+                               [call](benchmark::State& state) {
+                                 for (auto _ : state) {
+                                   call();
+                                 }
+                               })
+    ->UseRealTime()
+    ->Unit(benchmark::kNanosecond);
+  benchmark::RegisterBenchmark(("hit_path/" + what + "_cold").c_str(),
+                               [call](benchmark::State& state) {
+                                 cold_caches caches;
+                                 for (auto _ : state) {
+                                   caches.step(state, call);
+                                 }
+                               })
+    ->UseManualTime()
+    ->Iterations(cold_iterations)
+    ->Unit(benchmark::kNanosecond);
+}
+
+/** @brief `register_piece` on each stream: `call(stream)`. */
+template <class Call>
+void register_piece_on_streams(std::string const& what, Call call)
+{
+  for (auto const& [name, handle] : streams) {
+    register_piece(what + "/" + name, [call, handle] { call(resolve(handle)); });
   }
 }
 
@@ -89,30 +132,19 @@ void register_all()
   static rmm_next::segment_cache_adaptor<async_device_resource> segment_cache{*device};
   static rmm_next::thread_cache_adaptor<async_device_resource> thread_cache{*device};
 
-  register_on_streams("is_capturing", [](benchmark::State& state, cudaStream_t s) {
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(rmm_next::detail::stream_is_eager(s));
-    }
+  register_piece_on_streams("is_capturing", [](cudaStream_t s) {
+    benchmark::DoNotOptimize(rmm_next::detail::stream_is_eager(s));
   });
-  register_on_streams("stream_lane", [](benchmark::State& state, cudaStream_t s) {
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(rmm_next::detail::stream_lane(s));
-    }
+  register_piece_on_streams("stream_lane", [](cudaStream_t s) {
+    benchmark::DoNotOptimize(rmm_next::detail::stream_lane(s));
   });
-  register_on_streams("capture_info", [](benchmark::State& state, cudaStream_t s) {
-    for (auto _ : state) {
-      benchmark::DoNotOptimize(rmm_next::detail::capture_of(s));
-    }
+  register_piece_on_streams("capture_info", [](cudaStream_t s) {
+    benchmark::DoNotOptimize(rmm_next::detail::capture_of(s));
   });
-  benchmark::RegisterBenchmark("hit_path/relaxed_mode",
-                               [](benchmark::State& state) {
-                                 for (auto _ : state) {
-                                   rmm_next::detail::relaxed_capture_mode const relaxed;
-                                   benchmark::ClobberMemory();
-                                 }
-                               })
-    ->UseRealTime()
-    ->Unit(benchmark::kNanosecond);
+  register_piece("relaxed_mode", [] {
+    rmm_next::detail::relaxed_capture_mode const relaxed;
+    benchmark::ClobberMemory();
+  });
   benchmark::RegisterBenchmark("hit_path/relaxed_mode_runtime",
                                [](benchmark::State& state) {
                                  for (auto _ : state) {
@@ -124,17 +156,12 @@ void register_all()
                                })
     ->UseRealTime()
     ->Unit(benchmark::kNanosecond);
-  benchmark::RegisterBenchmark("hit_path/mutex",
-                               [](benchmark::State& state) {
-                                 static std::mutex m;
-                                 for (auto _ : state) {
-                                   m.lock();
-                                   benchmark::ClobberMemory();
-                                   m.unlock();
-                                 }
-                               })
-    ->UseRealTime()
-    ->Unit(benchmark::kNanosecond);
+  static std::mutex m;
+  register_piece("mutex", [] {
+    m.lock();
+    benchmark::ClobberMemory();
+    m.unlock();
+  });
   register_on_streams("segment_cache", [](benchmark::State& state, cudaStream_t s) {
     resource_pairs(state, segment_cache, s);
   });
@@ -144,6 +171,17 @@ void register_all()
   register_on_streams(
     "segment_cache_cold",
     [](benchmark::State& state, cudaStream_t s) { resource_pairs(state, segment_cache, s, true); },
+    true);
+  register_on_streams("segment_cache_vouched", [](benchmark::State& state, cudaStream_t s) {
+    rmm_next::detail::eager_stream_scope const eager{s};
+    resource_pairs(state, segment_cache, s);
+  });
+  register_on_streams(
+    "segment_cache_vouched_cold",
+    [](benchmark::State& state, cudaStream_t s) {
+      rmm_next::detail::eager_stream_scope const eager{s};
+      resource_pairs(state, segment_cache, s, true);
+    },
     true);
   register_on_streams(
     "thread_cache_cold",

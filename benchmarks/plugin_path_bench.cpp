@@ -93,7 +93,8 @@ void register_all()
                 cold);
             });
           });
-        (cold ? b->UseManualTime() : b->UseRealTime())->Unit(benchmark::kNanosecond);
+        if (cold) { b->UseManualTime()->Iterations(cold_iterations); }
+        (cold ? b : b->UseRealTime())->Unit(benchmark::kNanosecond);
       }
     }
   }

@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Steps per second, losses and peak reserved of one PyTorch training run under one allocator.
 
-    train_steps.py MODEL WAY [--steps N]
+    train_steps.py MODEL WAY [--steps N] [--library PATH]
 
 MODEL: suite (the Python suite's 4-layer nn.TransformerEncoder, d 256, of
 python/tests/scenarios/torch_train.py), small (4 layers, d 512, the shapes (8, 64), (16, 128),
 (4, 256), (32, 32) and (12, 96) in turn) or gpt2 (HuggingFace transformers GPT2LMHeadModel built
 from a config: 6 layers, d 512, six shapes in turn). WAY: native (PyTorch's caching allocator),
 segments (rmm_next.torch.use(segment_cache=True)) or pool (rmm_next.torch.use(): the driver pool
-alone, what the segment cache's memory comes from). Deterministic kernels, so that every way
+alone, what the segment cache's memory comes from), floor (PyTorch's CUDAPluggableAllocator over
+floor_allocator.cpp, --library its build: a per-size free list that ignores streams, so the cost of
+PyTorch's pluggable route itself in training) or timed (segments, with PyTorch calling the plugin
+through timed_plugin.cpp, --library its build: adds "plugin_host", the host time per timed step
+spent inside rmm-next's entry points, on the Python thread and on the others). Deterministic kernels, so that every way
 computes the same losses. Prints one JSON object: steps_per_second over the steps after the
 warm-up, the losses, and the peak reserved: torch.cuda.max_memory_reserved for native, the
 pool's ReservedMemHigh for rmm-next (everything the driver pool mapped, cached segments
@@ -32,12 +36,14 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("model", choices=["suite", "small", "gpt2"])
-parser.add_argument("way", choices=["native", "segments", "pool"])
+parser.add_argument("way", choices=["native", "segments", "pool", "floor", "timed"])
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--max-idle-mib", type=int, default=None,
                     help="segments: the cache's max_idle_bytes in MiB (default: the cache's)")
 parser.add_argument("--max-idle-fraction", type=float, default=None,
                     help="segments: the cache's max_idle_fraction (default: the cache's)")
+parser.add_argument("--library", help="floor and timed: the built floor_allocator.cpp or "
+                    "timed_plugin.cpp")
 parser.add_argument("--breakdown", type=int, default=0, metavar="K",
                     help="after the timed steps, K more steps with a wait after each, then K "
                          "under torch.profiler (see the module)")
@@ -46,16 +52,39 @@ args = parser.parse_args()
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-if args.way != "native":
+timed = None
+if args.way in ("segments", "pool", "timed"):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
     import rmm_next
 
+    cache = rmm_next.SegmentCache(
+        max_idle_bytes=None if args.max_idle_mib is None else args.max_idle_mib << 20,
+        max_idle_fraction=args.max_idle_fraction)
     if args.way == "pool":
         rmm_next.torch.use()
+    elif args.way == "segments":
+        rmm_next.torch.use(segment_cache=cache)
     else:
-        rmm_next.torch.use(segment_cache=rmm_next.SegmentCache(
-            max_idle_bytes=None if args.max_idle_mib is None else args.max_idle_mib << 20,
-            max_idle_fraction=args.max_idle_fraction))
+        import ctypes
+
+        rmm_next.configure(segment_cache=cache)
+        timed = ctypes.CDLL(os.path.abspath(args.library))
+        timed.timed_clock_ns.restype = ctypes.c_double
+        if not timed.timed_bind(rmm_next.library_path().encode()):
+            sys.exit(f"train_steps.py: {args.library} found no plugin entry points")
+        totals = (ctypes.c_uint64 * 8)()
+        torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(
+            os.path.abspath(args.library), "timed_alloc", "timed_free"))
+elif args.way == "floor":
+    torch.cuda.memory.change_current_allocator(torch.cuda.memory.CUDAPluggableAllocator(
+        os.path.abspath(args.library), "floor_alloc", "floor_free"))
+
+
+def timed_totals():
+    """The timed plugin's totals: alloc ns, calls, free ns, calls; Python thread, then others."""
+    timed.timed_totals(totals)
+    return list(totals)
+
 
 torch.manual_seed(0)
 torch.use_deterministic_algorithms(True, warn_only=True)
@@ -119,19 +148,31 @@ for step in range(args.steps):
     if step == warmup:
         torch.cuda.synchronize()
         start = time.perf_counter()
+        if timed is not None:
+            begin_totals = timed_totals()
     losses.append(one_step(step).detach())
 torch.cuda.synchronize()
 elapsed = time.perf_counter() - start
 result = {"model": args.model, "way": args.way, "steps": args.steps,
           "steps_per_second": (args.steps - warmup) / elapsed,
           "losses": torch.stack(losses).tolist()}
-if args.way == "native":
+if timed is not None:
+    spent = [e - b for e, b in zip(timed_totals(), begin_totals)]
+    n = args.steps - warmup
+    result["plugin_host"] = {
+        "clock_read_ns": timed.timed_clock_ns(100000),
+        **{f"{who}_{what}_per_step": spent[4 * k + i] / n / (1e6 if what.endswith("ms") else 1)
+           for k, who in enumerate(("python", "other"))
+           for i, what in enumerate(("alloc_ms", "allocs", "free_ms", "frees"))}}
+if args.way == "floor":
+    pass  # PyTorch keeps no statistics on this route, nor does the floor
+elif args.way == "native":
     result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
     result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
 else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
     result["peak_allocated_bytes"] = rmm_next.statistics(0)["allocated_bytes_high"]
     result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
-    if args.way == "segments":
+    if args.way in ("segments", "timed"):
         result["segment_cache"] = rmm_next.segment_cache_statistics(0)
 if args.breakdown > 0:
     k = args.breakdown

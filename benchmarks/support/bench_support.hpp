@@ -27,6 +27,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rmm_next_bench {
@@ -241,19 +242,55 @@ void pair_loop(
   state.SetItemsProcessed(state.iterations());
 }
 
-/** @brief Bytes a cold `timed_pairs` writes between two pairs: twice a core's L2 on the GPU hosts.
+/** @brief Bytes a cold loop writes between two timed calls: twice a core's L2 on the GPU hosts.
  */
 inline constexpr std::size_t cold_bytes = std::size_t{4} << 20;
+
+/** @brief Iterations of a cold benchmark (each writes `cold_bytes`, some 0.1 ms): a fixed count,
+ * since Google Benchmark would run one of manual time for minutes. */
+inline constexpr benchmark::IterationCount cold_iterations = 20000;
+
+/**
+ * @brief Host caches made cold before each call: `cold_step()` writes once to every 64-byte line
+ * of `cold_bytes` of other data, as a training step's own host work (the interpreter, the
+ * framework's dispatch) does between two allocations, so that the call timed next finds its
+ * code's data out of the core's L1 and L2, then times `fn()` alone into the benchmark's manual
+ * time. The two clock reads around it are in every cold variant alike.
+ */
+class cold_caches {
+ public:
+  template <class Fn>
+  void step(benchmark::State& state, Fn&& fn)
+  {
+    for (std::size_t i = 0; i < other_.size(); i += per_line) {
+      other_[i] += 1;
+    }
+    benchmark::ClobberMemory();
+    auto const begin = std::chrono::steady_clock::now();
+    std::forward<Fn>(fn)();
+    auto const end = std::chrono::steady_clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
+  }
+
+  ~cold_caches() { benchmark::DoNotOptimize(other_.data()); }
+  cold_caches()                              = default;
+  cold_caches(cold_caches const&)            = delete;
+  cold_caches& operator=(cold_caches const&) = delete;
+  cold_caches(cold_caches&&)                 = delete;
+  cold_caches& operator=(cold_caches&&)      = delete;
+
+ private:
+  static constexpr std::size_t per_line = 64 / sizeof(std::uint64_t);
+  std::vector<std::uint64_t> other_ =
+    std::vector<std::uint64_t>(cold_bytes / sizeof(std::uint64_t));
+};
 
 /**
  * @brief The timed loop of the pair benchmarks (alloc_free, thread_scaling, the hit and plugin
  * paths): one `pair(bytes, stream)` per iteration (`pair_loop`).
  *
- * `cold`: the host's caches cold. Before each pair, one write to every 64-byte line of
- * `cold_bytes` of other data, as a training step's own host work (the interpreter, the
- * framework's dispatch) does between two allocations, so that the pair finds its code's data out
- * of the core's L1 and L2. Only the pair is timed (the benchmark must use manual time); the two
- * clock reads around it are in every variant alike.
+ * `cold`: the host's caches cold before each pair (`cold_caches`); only the pair is timed (the
+ * benchmark must use manual time and `cold_iterations`).
  */
 template <class Pair>
 void timed_pairs(
@@ -263,19 +300,8 @@ void timed_pairs(
     pair_loop(state, pair, bytes, stream, [&] { pair(bytes, stream); });
     return;
   }
-  std::vector<std::uint64_t> other(cold_bytes / sizeof(std::uint64_t));
-  constexpr std::size_t per_line = 64 / sizeof(std::uint64_t);
-  pair_loop(state, pair, bytes, stream, [&] {
-    for (std::size_t i = 0; i < other.size(); i += per_line) {
-      other[i] += 1;
-    }
-    benchmark::ClobberMemory();
-    auto const begin = std::chrono::steady_clock::now();
-    pair(bytes, stream);
-    auto const end = std::chrono::steady_clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
-  });
-  benchmark::DoNotOptimize(other.data());
+  cold_caches caches;
+  pair_loop(state, pair, bytes, stream, [&] { caches.step(state, [&] { pair(bytes, stream); }); });
 }
 
 /**
