@@ -4,6 +4,7 @@
  */
 #pragma once
 
+#include <rmm_next/detail/address_table.hpp>
 #include <rmm_next/detail/export.hpp>
 
 #include <array>
@@ -12,7 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <unordered_map>
+#include <type_traits>
 #include <utility>
 
 /**
@@ -34,11 +35,15 @@ concept sized_record = requires(Record const& r) {
 };
 
 /**
- * @brief Live pointers and their records, in 64 shards by address, each with its own lock and its
- * own sum of `Record::bytes`. Every operation on one pointer takes one shard's lock; the sums,
- * counts and walks over every record take the 64 locks one after the other.
+ * @brief Live pointers and their records, in 64 shards by address, each with its own lock, its own
+ * sum of `Record::bytes` and its own `address_table` (records inline, no allocation per pointer:
+ * the table grows by doubling and never shrinks). Every operation on one pointer takes one shard's
+ * lock; the sums, counts and walks over every record take the 64 locks one after the other.
+ * Pointers are not null.
  */
 template <sized_record Record>
+  requires std::is_nothrow_move_constructible_v<Record> &&
+           std::is_nothrow_move_assignable_v<Record> && std::is_default_constructible_v<Record>
 class pointer_registry {
  public:
   pointer_registry()                                   = default;
@@ -55,15 +60,17 @@ class pointer_registry {
   {
     shard& s = shard_of(ptr);
     std::lock_guard const lock{s.mutex};
-    auto const [it, inserted] = s.live.try_emplace(ptr, std::move(record));
-    if (inserted) {
-      s.bytes += it->second.bytes;
-      return std::nullopt;
+    if (std::size_t const slot = s.live.find(address(ptr)); slot != table::npos) {
+      Record& held = s.live.at(slot).record;
+      std::optional<Record> replaced{std::move(held)};
+      held = std::move(record);
+      s.bytes += held.bytes - replaced->bytes;
+      return replaced;
     }
-    std::optional<Record> replaced{std::move(it->second)};
-    it->second = std::move(record);
-    s.bytes += it->second.bytes - replaced->bytes;
-    return replaced;
+    s.live.reserve(s.live.size() + 1);
+    s.bytes += record.bytes;
+    s.live.insert(entry{ptr, std::move(record)});
+    return std::nullopt;
   }
 
   /** @brief Removes `ptr` and returns its record; nullopt when `ptr` is not live here. */
@@ -82,13 +89,14 @@ class pointer_registry {
   {
     shard& s = shard_of(ptr);
     std::lock_guard const lock{s.mutex};
-    auto const it = s.live.find(ptr);
-    if (it == s.live.end() || !std::forward<Accept>(accept)(std::as_const(it->second))) {
+    std::size_t const slot = s.live.find(address(ptr));
+    if (slot == table::npos ||
+        !std::forward<Accept>(accept)(std::as_const(s.live.at(slot).record))) {
       return std::nullopt;
     }
-    std::optional<Record> record{std::move(it->second)};
+    std::optional<Record> record{std::move(s.live.at(slot).record)};
     s.bytes -= record->bytes;
-    s.live.erase(it);
+    s.live.erase(slot);
     return record;
   }
 
@@ -97,10 +105,10 @@ class pointer_registry {
   {
     shard& s = shard_of(ptr);
     std::lock_guard const lock{s.mutex};
-    auto const it = s.live.find(ptr);
-    if (it == s.live.end()) { return false; }
-    s.bytes -= it->second.bytes;
-    s.live.erase(it);
+    std::size_t const slot = s.live.find(address(ptr));
+    if (slot == table::npos) { return false; }
+    s.bytes -= s.live.at(slot).record.bytes;
+    s.live.erase(slot);
     return true;
   }
 
@@ -114,9 +122,9 @@ class pointer_registry {
   {
     shard& s = shard_of(ptr);
     std::lock_guard const lock{s.mutex};
-    auto const it = s.live.find(ptr);
-    if (it == s.live.end()) { return false; }
-    std::forward<Change>(change)(it->second);
+    std::size_t const slot = s.live.find(address(ptr));
+    if (slot == table::npos) { return false; }
+    std::forward<Change>(change)(s.live.at(slot).record);
     return true;
   }
 
@@ -129,9 +137,7 @@ class pointer_registry {
   {
     for (shard& s : shards_) {
       std::lock_guard const lock{s.mutex};
-      for (auto& [ptr, record] : s.live) {
-        visit(ptr, record);
-      }
+      s.live.for_each([&](entry& e) { visit(e.ptr, e.record); });
     }
   }
 
@@ -141,9 +147,7 @@ class pointer_registry {
   {
     for (shard const& s : shards_) {
       std::lock_guard const lock{s.mutex};
-      for (auto const& [ptr, record] : s.live) {
-        visit(ptr, record);
-      }
+      s.live.for_each([&](entry const& e) { visit(e.ptr, e.record); });
     }
   }
 
@@ -160,11 +164,25 @@ class pointer_registry {
   }
 
  private:
+  struct entry {
+    void* ptr{};
+    Record record{};
+  };
+  struct entry_address {
+    static std::uintptr_t key(entry const& e) noexcept { return address(e.ptr); }
+  };
+  using table = address_table<entry, entry_address>;
+
   struct alignas(64) shard {
     mutable std::mutex mutex;
-    std::unordered_map<void*, Record> live;
+    table live;
     std::size_t bytes = 0;
   };
+
+  static std::uintptr_t address(void const* ptr) noexcept
+  {
+    return reinterpret_cast<std::uintptr_t>(ptr);  // NOLINT
+  }
 
   static constexpr std::size_t shard_count = 64;
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/alignment.hpp>
+#include <rmm_next/detail/address_table.hpp>
 #include <rmm_next/detail/alignment_arithmetic.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/graph_frees.hpp>
@@ -220,93 +221,19 @@ inline free_bins large_free_bins()
   return free_bins{exact_free_bins, free_bin_of(~(segment_cache_granule - 1))};
 }
 
-/**
- * @brief The live blocks by address: an open-addressing table (linear probing, removal by
- * shifting back), so that a free finds its block in a load or two. `reserve` may allocate;
- * `insert` after it, `find` and `erase` never do.
- */
-class live_block_table {
- public:
-  static constexpr std::size_t npos = ~std::size_t{0};
-
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-
-  /** @brief Room for `n` blocks without growing. @throws std::bad_alloc */
-  void reserve(std::size_t n)
+/** @brief The address of a live block, as `live_block_table` keys it (0: an empty slot). */
+struct live_block_address {
+  static std::uintptr_t key(cache_block* const& b) noexcept
   {
-    if (n * 2 <= capacity_) { return; }
-    std::size_t capacity = capacity_ == 0 ? 64 : capacity_;
-    while (n * 2 > capacity) {
-      capacity *= 2;
-    }
-    auto grown = std::make_unique<cache_block*[]>(capacity);
-    std::swap(grown, slots_);
-    std::size_t const old_capacity = capacity_;
-    capacity_                      = capacity;
-    shift_                         = 64 - static_cast<unsigned>(std::countr_zero(capacity));
-    for (std::size_t i = 0; i < old_capacity; ++i) {
-      if (grown[i] != nullptr) { place(grown[i]); }
-    }
+    return b == nullptr ? 0 : b->address;
   }
-
-  /** @brief Adds live `b` (its address not listed yet); needs the room `reserve` made. */
-  void insert(cache_block* b) noexcept
-  {
-    place(b);
-    ++size_;
-  }
-
-  /** @brief The slot of the block at `address`, or `npos`. */
-  [[nodiscard]] std::size_t find(std::uintptr_t address) const noexcept
-  {
-    if (capacity_ == 0) { return npos; }
-    for (std::size_t i = home(address);; i = (i + 1) & (capacity_ - 1)) {
-      cache_block* const b = slots_[i];
-      if (b == nullptr) { return npos; }
-      if (b->address == address) { return i; }
-    }
-  }
-
-  [[nodiscard]] cache_block* at(std::size_t slot) const noexcept { return slots_[slot]; }
-
-  /** @brief Removes the block in `slot`, moving later ones of its run back into the gap. */
-  void erase(std::size_t slot) noexcept
-  {
-    std::size_t const mask = capacity_ - 1;
-    std::size_t gap        = slot;
-    for (std::size_t i = (gap + 1) & mask; slots_[i] != nullptr; i = (i + 1) & mask) {
-      // The entry at i moves into the gap unless its home lies after the gap (cyclically).
-      std::size_t const h = home(slots_[i]->address);
-      if (((i - h) & mask) >= ((i - gap) & mask)) {
-        slots_[gap] = slots_[i];
-        gap         = i;
-      }
-    }
-    slots_[gap] = nullptr;
-    --size_;
-  }
-
- private:
-  [[nodiscard]] std::size_t home(std::uintptr_t address) const noexcept
-  {
-    return static_cast<std::size_t>(
-      ((address / segment_cache_granule) * std::uint64_t{0x9E3779B97F4A7C15}) >> shift_);
-  }
-
-  void place(cache_block* b) noexcept
-  {
-    std::size_t i = home(b->address);
-    while (slots_[i] != nullptr) {
-      i = (i + 1) & (capacity_ - 1);
-    }
-    slots_[i] = b;
-  }
-
-  std::unique_ptr<cache_block*[]> slots_;
-  std::size_t capacity_{};
-  std::size_t size_{};
-  unsigned shift_{64};
 };
+
+/**
+ * @brief The live blocks by address, so that a free finds its block in a load or two. `reserve`
+ * may allocate; `insert` after it, `find` and `erase` never do.
+ */
+using live_block_table = address_table<cache_block*, live_block_address>;
 
 /** @brief One allocation from the upstream, split into blocks. */
 struct cache_segment {
