@@ -31,7 +31,7 @@
 //                                       the segment cache's pair with its stream vouched for as
 //                                       eager (detail::eager_stream_scope, as the plugin does):
 //                                       the cache without its capture queries
-//   hit_path/raw_pool/<stream>          cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
+//   hit_path/raw_pool[_cold]/<stream>   cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
 //
 // <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
 
@@ -187,17 +187,25 @@ void register_all()
     "thread_cache_cold",
     [](benchmark::State& state, cudaStream_t s) { resource_pairs(state, thread_cache, s, true); },
     true);
-  register_on_streams("raw_pool", [](benchmark::State& state, cudaStream_t s) {
-    int device = 0;
-    check(cudaGetDevice(&device), "cudaGetDevice");
-    cudaMemPool_t pool{};
-    check(cudaDeviceGetMemPool(&pool, device), "cudaDeviceGetMemPool");
-    timed_pairs(
-      state,
-      [pool](std::size_t bytes, cudaStream_t st) { check(raw_pair(pool, bytes, st), "raw pair"); },
-      pair_bytes,
-      s);
-  });
+  for (bool const cold : {false, true}) {
+    register_on_streams(
+      cold ? "raw_pool_cold" : "raw_pool",
+      [cold](benchmark::State& state, cudaStream_t s) {
+        int device = 0;
+        check(cudaGetDevice(&device), "cudaGetDevice");
+        cudaMemPool_t pool{};
+        check(cudaDeviceGetMemPool(&pool, device), "cudaDeviceGetMemPool");
+        timed_pairs(
+          state,
+          [pool](std::size_t bytes, cudaStream_t st) {
+            check(raw_pair(pool, bytes, st), "raw pair");
+          },
+          pair_bytes,
+          s,
+          cold);
+      },
+      cold);
+  }
 }
 
 register_at_start const registration{&register_all};

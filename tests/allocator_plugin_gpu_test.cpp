@@ -568,7 +568,7 @@ void torch_and_cupy_round_trip(cudaStream_t stream)
 // stream) and frees a block recorded on the captured stream before the capture began. None of it
 // may touch the capture: it ends, and its graph replays. The recorded block's free waits for the
 // capture to end (a wait on the captured stream would cross the capture's boundary).
-TEST_F(AllocatorPlugin, CallsOnOtherStreamsLeaveAnotherThreadsCaptureIntactInEveryMode)
+void calls_on_other_streams_leave_the_capture_intact()
 {
   rmm_next::test::stream_guard own;
   rmm_next::test::stream_guard captured;
@@ -613,6 +613,57 @@ TEST_F(AllocatorPlugin, CallsOnOtherStreamsLeaveAnotherThreadsCaptureIntactInEve
   EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
 }
 
+TEST_F(AllocatorPlugin, CallsOnOtherStreamsLeaveAnotherThreadsCaptureIntactInEveryMode)
+{
+  calls_on_other_streams_leave_the_capture_intact();
+}
+
+rmm_next_segment_cache_statistics segment_statistics()
+{
+  rmm_next_segment_cache_statistics s{};
+  EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &s), 0) << rmm_next_last_error();
+  return s;
+}
+
+// The same with the segment cache as the device's resource. The plugin then leaves this thread in
+// its own (global) mode: the cache makes its upstream calls in relaxed mode itself. Its hits, its
+// misses (a new segment each round: 64 MiB, past what it keeps idle) and its frees, on a stream of
+// this thread's own and on the legacy default stream, must leave the capture intact all the same.
+TEST_F(AllocatorPlugin, WithTheSegmentCacheCallsOnOtherStreamsLeaveAnotherThreadsCaptureIntact)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  rmm_next_segment_cache_statistics const before = segment_statistics();
+  calls_on_other_streams_leave_the_capture_intact();
+  rmm_next::test::stream_guard own;
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    rmm_next::test::stream_guard captured;
+    rmm_next_segment_cache_statistics const at_start = segment_statistics();
+    capture_result const r                           = capture_on_another_thread(
+      captured,
+      mode,
+      [] {},
+      [&] {
+        for (std::size_t const bytes : {std::size_t{64} << 20, std::size_t{1} << 16}) {
+          for (int i = 0; i < 3; ++i) {
+            void* p = rmm_next_torch_alloc(static_cast<ssize_t>(bytes), 0, own);
+            EXPECT_NE(p, nullptr) << rmm_next_last_error();
+            EXPECT_EQ(cudaMemsetAsync(p, i, bytes, own), cudaSuccess);
+            rmm_next_torch_free(p, static_cast<ssize_t>(bytes), 0, own);
+          }
+        }
+      });
+    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
+    rmm_next_segment_cache_statistics const at_end = segment_statistics();
+    EXPECT_GT(at_end.hits, at_start.hits);
+    EXPECT_GT(at_end.misses, at_start.misses);
+  }
+  rmm_next_segment_cache_statistics const after = segment_statistics();
+  EXPECT_GT(after.hits, before.hits);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
 // The capturing thread itself calls the plugin on the captured stream, in each mode: allocations
 // become graph memory nodes and their frees free nodes; a segment is ordinary memory, never a
 // node; a free of memory from before the capture waits for its end (docs/python.md, Streams).
@@ -648,13 +699,6 @@ TEST_F(AllocatorPlugin, CallsOnTheCapturedStreamBecomeNodesOrWaitInEveryMode)
     rmm_next_torch_free(segment, segment_bytes, 0, captured);
     EXPECT_EQ(cudaStreamSynchronize(captured), cudaSuccess);
   }
-}
-
-rmm_next_segment_cache_statistics segment_statistics()
-{
-  rmm_next_segment_cache_statistics s{};
-  EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &s), 0) << rmm_next_last_error();
-  return s;
 }
 
 // With the segment cache in place and a free block of the captured stream in it, the capturing

@@ -347,14 +347,27 @@ decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& c
   return std::forward<Call>(call)();
 }
 
+/**
+ * @brief Whether the calls into the resource of `device` need the thread in relaxed capture mode:
+ * while another thread captures in global mode, the driver refuses a pool call from a thread in
+ * global mode, on any stream, and invalidates that capture. Not when that resource is the
+ * plugin's segment cache with no log or tracker in front: the cache makes its own upstream calls
+ * in relaxed mode, and a hit or a free into it asks the driver only what every mode allows, so
+ * the two mode exchanges a call would cost are saved. (A resource set from C++ by another thread
+ * between this check and the call gets that one call unrelaxed.)
+ */
+bool needs_relaxing(plugin_state& st, int device)
+{
+  segment_adaptor* const top = st.slot(device).segment_cache_on_top();
+  return top == nullptr || tracing_state().in_front() ||
+         get_per_device_resource_ref(device) != device_async_resource_ref{*top};
+}
+
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
 void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (bytes == 0) { return nullptr; }
-  // Relaxed: while another thread captures in global mode, the driver refuses a pool call from
-  // a thread in global mode, on any stream, and invalidates that capture.
-  rmm_next::detail::relaxed_capture_mode const relaxed;
-  st.slot(device);
+  rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
   counts_ref const counts = local_counts(st.counters, device);
   capture_info const c    = detail::capture_of(stream);
   void* const ptr         = vouching_for(
@@ -464,10 +477,16 @@ void release_deferred(plugin_state& st) noexcept
 void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
 {
   if (ptr == nullptr) { return; }
-  rmm_next::detail::relaxed_capture_mode const relaxed;  // as in allocate
   plugin_state& st = state();
-  release_deferred(st);
+  if (st.deferred.count() != 0) {
+    rmm_next::detail::relaxed_capture_mode const relaxed;  // as in allocate
+    release_deferred(st);
+  }
   pending_free f{ptr, {}, take_record(st, ptr, served_by::device_resource, call)};
+  // As in allocate; relaxed also for the waits on the streams recorded for the block, which may
+  // synchronize a stream.
+  rmm_next::detail::relaxed_capture_mode const relaxed{!f.record.users.empty() ||
+                                                       needs_relaxing(st, f.record.device)};
   f.stream             = stream.value_or(f.record.stream);
   capture_info const c = detail::capture_of(f.stream);
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;

@@ -121,7 +121,7 @@ class device_slot {
     }
     if (choice.segment) { install_segment_cache(device, *choice.segment); }
     if (choice.cache) { install_cache(device, *choice.cache); }
-    installed_ = get_per_device_resource_ref(device);
+    note_installed(device);
   }
 
   /**
@@ -140,7 +140,7 @@ class device_slot {
     segment_options_ = options;
     set_per_device_resource_ref(device, device_async_resource_ref{*segment_});
     if (had_cache) { install_cache(device, cache_options); }
-    installed_ = get_per_device_resource_ref(device);
+    note_installed(device);
   }
 
   /** @brief Takes the segment cache out (its idle segments go back); the thread cache stays. */
@@ -157,10 +157,20 @@ class device_slot {
     segment_ = nullptr;  // kept alive (refs may remain, and its live blocks go back through it)
     segment_wraps_.reset();
     if (had_cache) { install_cache(device, cache_options); }
-    installed_ = get_per_device_resource_ref(device);
+    note_installed(device);
   }
 
   [[nodiscard]] segment_adaptor* segment_cache() const noexcept { return segment_; }
+
+  /**
+   * @brief The plugin's segment cache when it is the top of the device's resources as the plugin
+   * left them (no thread cache over it), else nullptr; read without the slot's lock. Whether the
+   * device's resource is still that one is the caller's to check.
+   */
+  [[nodiscard]] segment_adaptor* segment_cache_on_top() const noexcept
+  {
+    return segment_on_top_.load(std::memory_order_acquire);
+  }
 
   void install_cache(int device, thread_cache_options const& options)
   {
@@ -170,7 +180,7 @@ class device_slot {
     cache_wraps_   = upstream;
     cache_options_ = options;
     set_per_device_resource_ref(device, device_async_resource_ref{*cache_});
-    installed_ = get_per_device_resource_ref(device);
+    note_installed(device);
   }
 
   void remove_cache(int device)
@@ -180,7 +190,7 @@ class device_slot {
     cache_->flush();
     cache_ = nullptr;  // kept alive (refs may remain), empty
     cache_wraps_.reset();
-    installed_ = get_per_device_resource_ref(device);
+    note_installed(device);
   }
 
   [[nodiscard]] bool cache_in_place(int device) const
@@ -239,8 +249,17 @@ class device_slot {
     }
   }
 
+  /** @brief Notes what the device's resource is now, after the plugin changed it. */
+  void note_installed(int device)
+  {
+    installed_ = get_per_device_resource_ref(device);
+    segment_on_top_.store(segment_ != nullptr && !cache_in_place(device) ? segment_ : nullptr,
+                          std::memory_order_release);
+  }
+
   resource_kind kind_{resource_kind::current_pool};
   std::optional<device_async_resource_ref> installed_;
+  std::atomic<segment_adaptor*> segment_on_top_{};
   async_device_resource* owned_{};
   async_managed_resource* managed_{};
   cache_adaptor* cache_{};

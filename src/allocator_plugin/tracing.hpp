@@ -212,6 +212,9 @@ class tracing {
    */
   void apply_environment();
 
+  /** @brief Whether a log or a tracker is in front of the devices' resources (one acquire load). */
+  [[nodiscard]] bool in_front() const noexcept { return on_.load(std::memory_order_acquire); }
+
   /** @brief Allocates through the front on `device` (the caller resolved it). */
   void* allocate(int device, cudaStream_t stream, std::size_t bytes, std::size_t alignment)
   {

@@ -43,9 +43,17 @@ namespace detail {
 class relaxed_capture_mode {
  public:
   relaxed_capture_mode() noexcept { exchange(); }
+  /** @brief Relaxed for its lifetime when `relax`, else nothing at all. */
+  explicit relaxed_capture_mode(bool relax) noexcept : active_{relax}
+  {
+    if (active_) { exchange(); }
+  }
   relaxed_capture_mode(relaxed_capture_mode const&)            = delete;
   relaxed_capture_mode& operator=(relaxed_capture_mode const&) = delete;
-  ~relaxed_capture_mode() { exchange(); }
+  ~relaxed_capture_mode()
+  {
+    if (active_) { exchange(); }
+  }
 
  private:
   /**
@@ -65,6 +73,7 @@ class relaxed_capture_mode {
   }
 
   CUstreamCaptureMode mode_{CU_STREAM_CAPTURE_MODE_RELAXED};
+  bool active_{true};
 };
 
 }  // namespace detail
