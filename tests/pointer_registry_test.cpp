@@ -37,7 +37,8 @@ TEST(PointerRegistry, InsertTakeAndReplace)
   EXPECT_EQ(r.bytes(), 256U);
 
   // Handed out again without a free: the new record replaces the old, which comes back.
-  std::optional<record> const replaced = r.insert(at(0x1000), {.bytes = 512, .tag = 2, .users = {}});
+  std::optional<record> const replaced =
+    r.insert(at(0x1000), {.bytes = 512, .tag = 2, .users = {}});
   ASSERT_TRUE(replaced.has_value());
   EXPECT_EQ(replaced->tag, 1);
   EXPECT_EQ(replaced->users, std::vector<int>{7});
@@ -128,7 +129,7 @@ TEST(PointerRegistry, AgreesWithAMapUnderRandomOperations)
         break;
       }
       default: {
-        int const user = static_cast<int>(rng() % 100);
+        int const user  = static_cast<int>(rng() % 100);
         bool const live = r.update(at(a), [&](record& x) { x.users.push_back(user); });
         ASSERT_EQ(live, it != model.end()) << "seed " << seed << " step " << i;
         if (live) { it->second.users.push_back(user); }
