@@ -74,8 +74,7 @@ void register_on_streams(std::string const& what, Fn fn, bool manual = false)
       ("hit_path/" + what + "/" + name).c_str(), [fn, handle](benchmark::State& state) {
         guarded(state, [&] { fn(state, resolve(handle)); });
       });
-    if (manual) { b->UseManualTime()->Iterations(cold_iterations); }
-    (manual ? b : b->UseRealTime())->Unit(benchmark::kNanosecond);
+    timed_as(b, manual);
   }
 }
 
@@ -84,24 +83,21 @@ void register_on_streams(std::string const& what, Fn fn, bool manual = false)
 template <class Call>
 void register_piece(std::string const& what, Call call)
 {
-  benchmark::RegisterBenchmark(("hit_path/" + what).c_str(),
-                               [call](benchmark::State& state) {
-                                 for (auto _ : state) {
-                                   call();
-                                 }
-                               })
-    ->UseRealTime()
-    ->Unit(benchmark::kNanosecond);
-  benchmark::RegisterBenchmark(("hit_path/" + what + "_cold").c_str(),
-                               [call](benchmark::State& state) {
-                                 cold_caches caches;
-                                 for (auto _ : state) {
-                                   caches.step(state, call);
-                                 }
-                               })
-    ->UseManualTime()
-    ->Iterations(cold_iterations)
-    ->Unit(benchmark::kNanosecond);
+  timed_as(benchmark::RegisterBenchmark(("hit_path/" + what).c_str(),
+                                        [call](benchmark::State& state) {
+                                          for (auto _ : state) {
+                                            call();
+                                          }
+                                        }),
+           false);
+  timed_as(benchmark::RegisterBenchmark(("hit_path/" + what + "_cold").c_str(),
+                                        [call](benchmark::State& state) {
+                                          cold_caches caches;
+                                          for (auto _ : state) {
+                                            caches.step(state, call);
+                                          }
+                                        }),
+           true);
 }
 
 /** @brief `register_piece` on each stream: `call(stream)`. */

@@ -93,8 +93,7 @@ void register_all()
                 cold);
             });
           });
-        if (cold) { b->UseManualTime()->Iterations(cold_iterations); }
-        (cold ? b : b->UseRealTime())->Unit(benchmark::kNanosecond);
+        timed_as(b, cold);
       }
     }
   }

@@ -164,12 +164,10 @@ if timed is not None:
         **{f"{who}_{what}_per_step": spent[4 * k + i] / n / (1e6 if what.endswith("ms") else 1)
            for k, who in enumerate(("python", "other"))
            for i, what in enumerate(("alloc_ms", "allocs", "free_ms", "frees"))}}
-if args.way == "floor":
-    pass  # PyTorch keeps no statistics on this route, nor does the floor
-elif args.way == "native":
+if args.way == "native":
     result["peak_allocated_bytes"] = torch.cuda.max_memory_allocated()
     result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
-else:  # PyTorch's pluggable allocator has no device statistics: rmm-next's own
+elif args.way != "floor":  # the pluggable route has no device statistics (nor has the floor)
     result["peak_allocated_bytes"] = rmm_next.statistics(0)["allocated_bytes_high"]
     result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
     if args.way in ("segments", "timed"):

@@ -251,8 +251,20 @@ inline constexpr std::size_t cold_bytes = std::size_t{4} << 20;
 inline constexpr benchmark::IterationCount cold_iterations = 20000;
 
 /**
- * @brief Host caches made cold before each call: `cold_step()` writes once to every 64-byte line
- * of `cold_bytes` of other data, as a training step's own host work (the interpreter, the
+ * @brief Registered benchmark `b` reported in ns: of real time, or, `cold`, of the manual time
+ * `cold_caches` sets, over `cold_iterations`.
+ */
+template <class Registered>
+Registered* timed_as(Registered* b, bool cold)
+{
+  (cold ? b->UseManualTime()->Iterations(cold_iterations) : b->UseRealTime())
+    ->Unit(benchmark::kNanosecond);
+  return b;
+}
+
+/**
+ * @brief Host caches made cold before each call: `step(state, fn)` writes once to every 64-byte
+ * line of `cold_bytes` of other data, as a training step's own host work (the interpreter, the
  * framework's dispatch) does between two allocations, so that the call timed next finds its
  * code's data out of the core's L1 and L2, then times `fn()` alone into the benchmark's manual
  * time. The two clock reads around it are in every cold variant alike.
@@ -290,7 +302,7 @@ class cold_caches {
  * paths): one `pair(bytes, stream)` per iteration (`pair_loop`).
  *
  * `cold`: the host's caches cold before each pair (`cold_caches`); only the pair is timed (the
- * benchmark must use manual time and `cold_iterations`).
+ * benchmark must be `timed_as(b, true)`).
  */
 template <class Pair>
 void timed_pairs(

@@ -460,10 +460,12 @@ void free_now(plugin_state& st, pending_free const& f, capture_info const& own) 
   st.live_of(r.device).sub(static_cast<std::int64_t>(r.bytes));
 }
 
-/** @brief Frees that waited for a capture which has ended. */
+/** @brief Frees that waited for a capture which has ended (relaxed, as in allocate: they wait on
+ * recorded streams and free through any resource). */
 void release_deferred(plugin_state& st) noexcept
 {
   if (st.deferred.count() == 0) { return; }
+  rmm_next::detail::relaxed_capture_mode const relaxed;
   for (pending_free const& f : st.deferred.take_ready()) {
     free_now(st, f, capture_info{});
   }
@@ -478,10 +480,7 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
 {
   if (ptr == nullptr) { return; }
   plugin_state& st = state();
-  if (st.deferred.count() != 0) {
-    rmm_next::detail::relaxed_capture_mode const relaxed;  // as in allocate
-    release_deferred(st);
-  }
+  release_deferred(st);
   pending_free f{ptr, {}, take_record(st, ptr, served_by::device_resource, call)};
   // As in allocate; relaxed also for the waits on the streams recorded for the block, which may
   // synchronize a stream.
