@@ -103,6 +103,43 @@ TEST(SecondContext, AllocatesFromTheDevicesPoolTracesOnTheDeviceAndOutlivesTheCo
   EXPECT_EQ(rmm_next_set_tracking(0, 0), 0);
 }
 
+// The segment cache as device 0's resource, called from a second context (the plugin leaves the
+// thread's capture mode alone in front of the cache): a block freed on that context's legacy
+// stream is served to it again; after the context is destroyed the primary context's calls go
+// on, and releasing the unused memory leaves nothing live and no error.
+TEST(SecondContext, WithTheSegmentCacheItsBlocksComeBackAndTheCacheOutlivesTheContext)
+{
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaFree(nullptr), cudaSuccess);
+  CUcontext const primary = current_context_or_null();
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  std::uint64_t const live_before = statistics().allocated_bytes;
+  constexpr std::size_t bytes     = std::size_t{1} << 16;
+  {
+    rmm_next::test::second_context const ctx2;
+    ctx2.make_current();
+    void* const first = rmm_next_torch_alloc(bytes, 0, nullptr);
+    ASSERT_NE(first, nullptr) << rmm_next_last_error();
+    EXPECT_EQ(cudaMemsetAsync(first, 1, bytes, nullptr), cudaSuccess);
+    rmm_next_torch_free(first, bytes, 0, nullptr);
+    void* const again = rmm_next_torch_alloc(bytes, 0, nullptr);
+    EXPECT_EQ(again, first) << "a block freed on the context's legacy stream is served to it";
+    rmm_next_torch_free(again, bytes, 0, nullptr);
+    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+    EXPECT_EQ(current_context_or_null(), ctx2.get());
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(primary), CUDA_SUCCESS);
+  }  // cuCtxDestroy
+  void* const p = rmm_next_torch_alloc(bytes, 0, nullptr);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemset(p, 2, bytes), cudaSuccess);
+  rmm_next_torch_free(p, bytes, 0, nullptr);
+  EXPECT_EQ(rmm_next_release_unused(0), 0) << rmm_next_last_error();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(statistics().allocated_bytes, live_before);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
 // Device 0's vmm_resource, made while a second context is current (its first rmm_next_vmm_alloc):
 // blocks written and freed on that context's streams (one of its own and its legacy default
 // stream) are fenced by events of the primary context, so once the second context is destroyed

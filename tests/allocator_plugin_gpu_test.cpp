@@ -114,6 +114,32 @@ TEST_F(AllocatorPlugin, OutOfMemoryIsNullAndAMessage)
   rmm_next_torch_free(p, 1 << 20, 0, nullptr);
 }
 
+// With the segment cache as the device's resource (the plugin leaves the thread's capture mode
+// alone in front of it): sizes near SIZE_MAX are NULL with an out-of-memory message and count as
+// failed allocations, nothing is counted live, and the next allocation is served and usable.
+TEST_F(AllocatorPlugin, WithTheSegmentCacheSizesNearSizeMaxAreNullAndTheNextAllocationWorks)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  rmm_next::test::stream_guard stream;
+  rmm_next_statistics const before = statistics();
+  for (std::size_t const bytes : {SIZE_MAX, SIZE_MAX - 4095}) {
+    EXPECT_EQ(rmm_next_allocate(bytes, 0, stream), nullptr) << bytes;
+    std::string const message = rmm_next_last_error();
+    EXPECT_NE(message.find("out_of_memory"), std::string::npos) << message;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  rmm_next_statistics const after = statistics();
+  EXPECT_EQ(after.failed_allocations, before.failed_allocations + 2);
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  constexpr std::size_t bytes = std::size_t{1} << 16;
+  void* const p               = rmm_next_torch_alloc(bytes, 0, stream);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(cudaMemsetAsync(p, 1, bytes, stream), cudaSuccess);
+  rmm_next_torch_free(p, bytes, 0, stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
 TEST_F(AllocatorPlugin, CppAndCShareTheProcessWideResource)
 {
   // C++ sets device 0's resource: the C functions allocate from it.
