@@ -6,7 +6,9 @@
 # minutes. Logs go to LOG_DIR (default build/gpu-checks). Run from the repository root.
 #
 #   suite     configure and build the gpu preset for sm_90 (-lineinfo, so that memcheck can use the
-#             same tree), then the C++ GPU tests and the Python GPU suite.
+#             same tree), then the C++ tests, CPU ones included (a machine with a driver is the
+#             one where a CPU test's made-up stream handles would reach the driver), and the Python
+#             GPU suite. The build-only tests (label build) run on CI.
 #             RMM_NEXT_TEST_CCCL_INCLUDE (a newer CCCL's include folder) also builds the newer-CCCL
 #             tests; RMM_NEXT_BENCHMARK_DIR (a Release Google Benchmark's lib/cmake/benchmark, see
 #             benchmarks/build_google_benchmark.sh) also builds the benchmarks.
@@ -58,9 +60,9 @@ case $step in
     say build
     cmake --build build/gpu -j "$(nproc)" >>"$logs/build.log" 2>&1 ||
       { grep -n -A8 'error' "$logs/build.log" | head -80; exit 1; }
-    say "C++ GPU tests"
-    timeout $(($(left) / 3)) ctest --test-dir build/gpu -L '^gpu$' \
-      -LE '^python$' --timeout 200 --output-on-failure --output-junit "$logs/gpu.xml" \
+    say "C++ tests"
+    timeout $(($(left) / 3)) ctest --test-dir build/gpu -LE '^(python|build)$' --timeout 200 \
+      --output-on-failure --output-junit "$logs/gpu.xml" \
       >"$logs/ctest_gpu.log" 2>&1
     echo "ctest exit status $?"
     grep -E 'tests passed|\*\*\*|Total Test' "$logs/ctest_gpu.log" | tail -30

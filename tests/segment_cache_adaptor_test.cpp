@@ -10,6 +10,7 @@
 
 #include "support/fake_resource.hpp"
 #include "support/forked_child.hpp"
+#include "support/without_a_driver.hpp"
 
 #include <rmm_next/error.hpp>
 #include <rmm_next/resource_ref.hpp>
@@ -119,6 +120,9 @@ cuda::stream_ref stream_of(std::uintptr_t n)
 {
   return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)};
 }
+
+[[maybe_unused]] ::testing::Environment* const no_driver_check =
+  rmm_next::test::skip_where_a_device_is_usable("segment_cache_adaptor_gpu_test");
 
 /** @brief Options of `max_idle_bytes` `bytes` and `max_idle_fraction` `fraction`. */
 rmm_next::segment_cache_options idle_bounds(std::size_t bytes, double fraction)

@@ -8,6 +8,7 @@
 // value is then its id). Runs under ThreadSanitizer in CI.
 
 #include "support/fake_resource.hpp"
+#include "support/without_a_driver.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>
@@ -49,25 +50,8 @@ cuda::stream_ref fake_stream(std::uintptr_t n)
   return cuda::stream_ref{reinterpret_cast<cudaStream_t>(n)};
 }
 
-/**
- * The streams below are made-up handles, which only a process without a CUDA driver may use: the
- * adaptor asks the driver about its streams, and a driver would be handed invalid handles. With a
- * usable device, thread_cache_adaptor_gpu_test covers the adaptor on real streams instead.
- */
-class without_a_driver : public ::testing::Environment {
- public:
-  void SetUp() override
-  {
-    int count{};
-    bool const device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-    (void)cudaGetLastError();
-    if (device) {
-      GTEST_SKIP() << "a CUDA device is usable: thread_cache_adaptor_gpu_test covers it";
-    }
-  }
-};
 [[maybe_unused]] ::testing::Environment* const no_driver_check =
-  ::testing::AddGlobalTestEnvironment(new without_a_driver);
+  rmm_next::test::skip_where_a_device_is_usable("thread_cache_adaptor_gpu_test");
 
 cuda::stream_ref const s1 = fake_stream(0x100);
 cuda::stream_ref const s2 = fake_stream(0x200);
