@@ -3,6 +3,8 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 // What the async resources do without a GPU, and their compile-time contract on this CCCL.
+#include "support/without_a_driver.hpp"
+
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/async_managed_resource.hpp>
 #include <rmm_next/async_pinned_resource.hpp>
@@ -58,18 +60,10 @@ static_assert(std::is_constructible_v<async_device_resource, cudaMemPool_t>);
 static_assert(!std::is_constructible_v<async_device_resource, double*>);
 static_assert(!std::is_convertible_v<int, async_device_resource>);
 
-bool has_device()
-{
-  int count{};
-  bool const ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  return ok;
-}
-
 template <class Resource>
 void expect_constructs_or_says_no_driver()
 {
-  if (has_device()) {
+  if (rmm_next::test::has_usable_device()) {
     try {
       Resource r{};
       EXPECT_NE(r.pool_handle(), nullptr);
@@ -108,7 +102,7 @@ TEST(AsyncResourcesWithoutDevice, PinnedResourceThrowsTypedError)
 
 TEST(AsyncResourcesWithoutDevice, EveryPoolSourceThrowsTypedError)
 {
-  if (has_device()) {
+  if (rmm_next::test::has_usable_device()) {
     // With a device the same calls construct (the GPU suite checks what they construct).
     EXPECT_NE(async_device_resource{rmm_next::default_pool{}}.pool_handle(), nullptr);
     EXPECT_NE(async_device_resource{rmm_next::pool_options{}}.pool_handle(), nullptr);

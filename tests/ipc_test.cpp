@@ -5,6 +5,8 @@
 // What the IPC API does without a GPU: handle ownership, passing handles over a Unix-domain
 // socket (and closing every descriptor a peer sends that is not a handle's), and the typed errors
 // of misuse and of a missing driver.
+#include "support/without_a_driver.hpp"
+
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/ipc.hpp>
 
@@ -57,14 +59,6 @@ static_assert(!exportable<int>);
 static_assert(!exportable<void*>);
 
 bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1 || errno != EBADF; }
-
-bool has_device()
-{
-  int count{};
-  bool const ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  return ok;
-}
 
 /** A pipe whose ends are closed with the object unless handed out. */
 struct pipe_fds {
@@ -522,7 +516,9 @@ TEST(IpcMisuse, ImportingFromAnEmptyHandleOrPoolThrows)
 
 TEST(IpcWithoutDevice, EveryCallThatNeedsTheDriverSaysItIsMissing)
 {
-  if (has_device()) { GTEST_SKIP() << "a device is present: ipc_gpu_test covers these calls"; }
+  if (rmm_next::test::has_usable_device()) {
+    GTEST_SKIP() << "a device is present: ipc_gpu_test covers these calls";
+  }
   pipe_fds p;
   shareable_pool_handle const handle{p.take_read_end()};
   auto const expect_no_driver = [](auto&& call, char const* who) {

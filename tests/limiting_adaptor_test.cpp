@@ -12,6 +12,7 @@
 
 #include "support/fake_resource.hpp"
 #include "support/recording_resource.hpp"
+#include "support/without_a_driver.hpp"
 
 #include <rmm_next/aligned_adaptor.hpp>
 #include <rmm_next/async_device_resource.hpp>
@@ -503,10 +504,7 @@ TEST(limiting_adaptor, BelowAnAlignedAdaptorItCountsThePadding)
 
 TEST(limiting_adaptor, LimitingOverAlignedOverTheThreadCache)
 {
-  int count{};
-  bool const device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  (void)cudaGetLastError();
-  if (device) {
+  if (rmm_next::test::has_usable_device()) {
     // The streams below are made-up handles, which only a process without a driver may use.
     GTEST_SKIP() << "a CUDA device is usable: limiting_adaptor_gpu_test covers the stack";
   }

@@ -4,10 +4,11 @@
  */
 #pragma once
 
-// For CPU tests whose streams are made-up handles (a process without a driver has no real
-// streams; a handle's value is its lane). The adaptors ask the driver about their streams, and a
-// driver would be handed invalid handles, so such a test program skips every case where a CUDA
-// device is usable; its GPU counterpart covers the adaptor on real streams there.
+// Whether a CUDA device is usable, for CPU tests whose cases differ with one. And for CPU tests
+// whose streams are made-up handles (a process without a driver has no real streams; a handle's
+// value is its lane): the adaptors ask the driver about their streams, and a driver would be
+// handed invalid handles, so such a program skips every case where a device is usable; its GPU
+// counterpart covers the adaptor on real streams there.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -17,6 +18,15 @@
 
 namespace rmm_next::test {
 
+/** @brief Whether a CUDA device is usable (a driver and at least one device); clears the error. */
+inline bool has_usable_device() noexcept
+{
+  int count{};
+  bool const usable = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  (void)cudaGetLastError();
+  return usable;
+}
+
 /** @brief A GoogleTest environment that skips the whole program where a CUDA device is usable. */
 class without_a_driver : public ::testing::Environment {
  public:
@@ -25,10 +35,9 @@ class without_a_driver : public ::testing::Environment {
 
   void SetUp() override
   {
-    int count{};
-    bool const device = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-    (void)cudaGetLastError();
-    if (device) { GTEST_SKIP() << "a CUDA device is usable: " << counterpart_ << " covers it"; }
+    if (has_usable_device()) {
+      GTEST_SKIP() << "a CUDA device is usable: " << counterpart_ << " covers it";
+    }
   }
 
  private:
