@@ -32,6 +32,12 @@
 //                                       eager (detail::eager_stream_scope, as the plugin does):
 //                                       the cache without its capture queries
 //   hit_path/raw_pool[_cold]/<stream>   cudaMallocFromPoolAsync + cudaFreeAsync on the current pool
+//   hit_path/<cache>_hit/<stream>, hit_path/<cache>_free/<stream>
+//                                       one allocation alone (every one a hit), and one free alone:
+//                                       each iteration allocates `burst` blocks of 4 KiB and frees
+//                                       them, and times only the allocations (`_hit`) or only the
+//                                       frees (`_free`); the time reported is per call. <cache>:
+//                                       segment_cache, thread_cache, raw_pool (the driver's call)
 //
 // <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
 
@@ -46,6 +52,8 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -121,6 +129,81 @@ void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream, b
     cold);
 }
 
+/** @brief Blocks per burst of the `_hit` and `_free` benchmarks. */
+constexpr std::size_t burst = 64;
+
+/**
+ * @brief `burst` allocations of `pair_bytes` through `alloc`, then their frees through `free`,
+ * per iteration; the manual time of one call of the half `timed_frees` names, averaged over the
+ * burst. The blocks are all hits after the untimed warm-up burst.
+ */
+template <class Alloc, class Free>
+void burst_calls(
+  benchmark::State& state, Alloc alloc, Free free, cudaStream_t stream, bool timed_frees)
+{
+  std::array<void*, burst> ptrs{};
+  auto const run = [&](benchmark::State* timed) {
+    auto const t0 = std::chrono::steady_clock::now();
+    for (void*& p : ptrs) {
+      p = alloc(stream);
+    }
+    auto const t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(ptrs.data());
+    for (void* p : ptrs) {
+      free(stream, p);
+    }
+    auto const t2 = std::chrono::steady_clock::now();
+    if (timed != nullptr) {
+      auto const spent = timed_frees ? t2 - t1 : t1 - t0;
+      timed->SetIterationTime(std::chrono::duration<double>(spent).count() /
+                              static_cast<double>(burst));
+    }
+  };
+  run(nullptr);
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  std::size_t n = 0;
+  for (auto _ : state) {
+    run(&state);
+    if (++n == pairs_per_sync / burst) {
+      n = 0;
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  state.SetItemsProcessed(state.iterations());
+}
+
+/** @brief `hit_path/<what>_hit/<stream>` and `hit_path/<what>_free/<stream>` (burst_calls). */
+template <class Alloc, class Free>
+void register_bursts(std::string const& what, Alloc alloc, Free free)
+{
+  for (bool const frees : {false, true}) {
+    for (auto const& [name, handle] : streams) {
+      benchmark::RegisterBenchmark(
+        ("hit_path/" + what + (frees ? "_free/" : "_hit/") + name).c_str(),
+        [alloc, free, handle, frees](benchmark::State& state) {
+          guarded(state, [&] { burst_calls(state, alloc, free, resolve(handle), frees); });
+        })
+        ->UseManualTime()
+        ->Unit(benchmark::kNanosecond);
+    }
+  }
+}
+
+/** @brief `register_bursts` through resource `r`. */
+template <class Resource>
+void register_resource_bursts(std::string const& what, Resource& r)
+{
+  register_bursts(
+    what,
+    [&r](cudaStream_t s) {
+      return r.allocate(cuda::stream_ref{s}, pair_bytes, rmm_next::default_alignment);
+    },
+    [&r](cudaStream_t s, void* p) {
+      r.deallocate(cuda::stream_ref{s}, p, pair_bytes, rmm_next::default_alignment);
+    });
+}
+
 void register_all()
 {
   auto* device = shared_resource<async_device_resource>();
@@ -183,6 +266,16 @@ void register_all()
     "thread_cache_cold",
     [](benchmark::State& state, cudaStream_t s) { resource_pairs(state, thread_cache, s, true); },
     true);
+  register_resource_bursts("segment_cache", segment_cache);
+  register_resource_bursts("thread_cache", thread_cache);
+  register_bursts(
+    "raw_pool",
+    [](cudaStream_t s) {
+      void* ptr{};
+      check(cudaMallocAsync(&ptr, pair_bytes, s), "cudaMallocAsync");
+      return ptr;
+    },
+    [](cudaStream_t s, void* p) { check(cudaFreeAsync(p, s), "cudaFreeAsync"); });
   for (bool const cold : {false, true}) {
     register_on_streams(
       cold ? "raw_pool_cold" : "raw_pool",

@@ -61,7 +61,8 @@ case $step in
     cmake --build build/gpu -j "$(nproc)" >>"$logs/build.log" 2>&1 ||
       { grep -n -A8 'error' "$logs/build.log" | head -80; exit 1; }
     say "C++ tests"
-    timeout $(($(left) / 3)) ctest --test-dir build/gpu -LE '^(python|build)$' --timeout 200 \
+    # GPU tests hold the resource lock rmm_next_gpu (one at a time); CPU tests run beside them.
+    timeout $(($(left) / 3)) ctest --test-dir build/gpu -LE '^(python|build)$' -j "$(nproc)" --timeout 200 \
       --output-on-failure --output-junit "$logs/gpu.xml" \
       >"$logs/ctest_gpu.log" 2>&1
     echo "ctest exit status $?"
