@@ -131,6 +131,9 @@ void resource_pairs(benchmark::State& state, Resource& r, cudaStream_t stream, b
 
 /** @brief Blocks per burst of the `_hit` and `_free` benchmarks. */
 constexpr std::size_t burst = 64;
+/** @brief Bursts per run: a fixed count, since the manual time (one call of a burst) is a small
+ * part of an iteration's real time, and Google Benchmark would run to a minimum of the former. */
+constexpr benchmark::IterationCount burst_iterations = 20000;
 
 /**
  * @brief `burst` allocations of `pair_bytes` through `alloc`, then their frees through `free`,
@@ -185,6 +188,7 @@ void register_bursts(std::string const& what, Alloc alloc, Free free)
           guarded(state, [&] { burst_calls(state, alloc, free, resolve(handle), frees); });
         })
         ->UseManualTime()
+        ->Iterations(burst_iterations)
         ->Unit(benchmark::kNanosecond);
     }
   }
