@@ -880,3 +880,26 @@ TEST(SegmentCacheModel, AVouchForAStreamEndsWithItsScopeAndStaysOnItsThread)
   EXPECT_EQ(cache.statistics().hits, 1u);
   model::report_violations(0);
 }
+
+// A cache made while nothing else holds its device's primary context (a process whose runtime has
+// not touched the device yet, over an upstream that has not either): the cache's own stream lives
+// in that context, which the cache keeps while it lives and lets go of after destroying the stream.
+// Last in this program: the model's primary context of device 0 goes at its end, as it would in
+// such a process.
+TEST(SegmentCacheModel, ACacheKeepsThePrimaryContextOfItsStreamUntilItGoes)
+{
+  the().violations.clear();                // this test's own, not those of a test before it
+  the().runtime_holds_primary[0] = false;  // nobody holds the context: not the runtime,
+  the().primary_retains[0]       = 0;      // nor what the tests before made
+  {
+    cache_over_pool c{std::size_t{64} << 20, keeping_every_idle_segment()};
+    EXPECT_TRUE(model::primary_active(0)) << "the context went while the cache lived";
+    model::worker thread{0};
+    thread.call([&] {
+      cuda::stream_ref const zero{cudaStream_t{}};
+      c.cache.deallocate(zero, c.cache.allocate(zero, 4096), 4096);
+    });
+  }
+  EXPECT_FALSE(model::primary_active(0)) << "the cache kept the context after it went";
+  model::report_violations(0);
+}

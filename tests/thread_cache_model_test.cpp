@@ -449,4 +449,26 @@ TEST(ThreadCacheModel, TheDeviceOfAContextThatTookADestroyedContextsAddressIsAsk
   }}.join();
 }
 
+// An adaptor made while nothing else holds its device's primary context (a process whose runtime
+// has not touched the device yet, over an upstream that has not either): its release stream lives
+// in that context, which the adaptor keeps while it lives and lets go of after destroying the
+// stream. Last in this program: the model's primary context of device 0 goes at its end, as it
+// would in such a process.
+TEST(ThreadCacheModel, AnAdaptorKeepsThePrimaryContextOfItsReleaseStreamUntilItGoes)
+{
+  the().violations.clear();                // this test's own, not those of a test before it
+  the().runtime_holds_primary[0] = false;  // nobody holds the context: not the runtime,
+  the().primary_retains[0]       = 0;      // nor what the tests before made
+  model::ctx_stack               = {0};
+  {
+    rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}}};
+    EXPECT_TRUE(model::primary_active(0)) << "the context went while the adaptor lived";
+    cuda::stream_ref const zero{cudaStream_t{}};
+    cache.deallocate(zero, cache.allocate(zero, 4096), 4096);
+    EXPECT_EQ(cache.flush(), 4096u);
+  }
+  EXPECT_FALSE(model::primary_active(0)) << "the adaptor kept the context after it went";
+  EXPECT_TRUE(the().violations.empty()) << the().violations.front();
+}
+
 }  // namespace

@@ -119,7 +119,7 @@ class segment_cache_state final
         "max_idle_fraction " + std::to_string(options_.max_idle_fraction) +
           " is not a fraction of the peak live bytes; pass 0 or more (0.25 by default)");
     }
-    relay_ = make_primary_stream(device_, primary_);  // now, before any capture
+    relay_ = make_primary_stream(device_, primary_, primary_hold_);  // now, before any capture
   }
   segment_cache_state(segment_cache_state const&)            = delete;
   segment_cache_state& operator=(segment_cache_state const&) = delete;
@@ -773,6 +773,7 @@ class segment_cache_state final
     release_past_bound_locked(nullptr, 0);
   }
 
+  primary_context_hold primary_hold_;  ///< first: released after the stream and the events
   Upstream upstream_;
   segment_cache_options options_;
   int const device_;

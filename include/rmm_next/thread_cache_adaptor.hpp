@@ -253,7 +253,9 @@ class thread_cache_state final : public cache_backend {
    */
   CUstream release_stream() noexcept
   {
-    if (release_stream_ == nullptr) { release_stream_ = make_primary_stream(device_, primary_); }
+    if (release_stream_ == nullptr) {
+      release_stream_ = make_primary_stream(device_, primary_, primary_hold_);
+    }
     return release_stream_;
   }
 
@@ -276,6 +278,7 @@ class thread_cache_state final : public cache_backend {
             o.max_unfenced_bytes};
   }
 
+  primary_context_hold primary_hold_;  ///< first: released after the stream and the fences
   Upstream upstream_;
   int const device_;
   bool const detect_capture_;

@@ -512,18 +512,42 @@ CUresult device_get(CUdevice* d, int ordinal)
   return ordinal >= 0 && ordinal < 2 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+/** The index of `d`'s primary context. */
+int primary_of(CUdevice d) { return d == 0 ? 0 : 2; }
+
 CUresult primary_retain(CUcontext* c, CUdevice d)
 {
-  *c = ctx_handle(d == 0 ? 0 : 2);
+  std::lock_guard lock{the().mutex};
+  if (d < 0 || d > 1) { return CUDA_ERROR_INVALID_DEVICE; }
+  the().contexts[static_cast<std::size_t>(primary_of(d))].alive = true;  // made again if it went
+  ++the().primary_retains[d];
+  *c = ctx_handle(primary_of(d));
   return CUDA_SUCCESS;
 }
 
-CUresult primary_release(CUdevice) { return CUDA_SUCCESS; }
-
-CUresult primary_state(CUdevice, unsigned int* flags, int* active)
+CUresult primary_release(CUdevice d)
 {
+  std::lock_guard lock{the().mutex};
+  if (d < 0 || d > 1) { return CUDA_ERROR_INVALID_DEVICE; }
+  if (the().primary_retains[d] == 0) {
+    the().violation("cuDevicePrimaryCtxRelease without a retain");
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  if (--the().primary_retains[d] == 0 && !the().runtime_holds_primary[d]) {
+    the().destroy_context(primary_of(d));  // its last holder let go
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult primary_state(CUdevice d, unsigned int* flags, int* active)
+{
+  std::lock_guard lock{the().mutex};
+  if (d < 0 || d > 1) { return CUDA_ERROR_INVALID_DEVICE; }
   *flags  = 0;
-  *active = 1;
+  *active = the().contexts[static_cast<std::size_t>(primary_of(d))].alive &&
+                (the().runtime_holds_primary[d] || the().primary_retains[d] > 0)
+              ? 1
+              : 0;
   return CUDA_SUCCESS;
 }
 
@@ -997,6 +1021,13 @@ void report_violations(std::uint64_t seed)
     ADD_FAILURE() << v << " (seed " << seed << ")";
   }
   EXPECT_EQ(the().invalidated_captures, 0) << "seed " << seed;
+}
+
+bool primary_active(int device)
+{
+  unsigned int flags{};
+  int active{};
+  return primary_state(device, &flags, &active) == CUDA_SUCCESS && active == 1;
 }
 
 stream* resolve_on(cudaStream_t h) { return resolve(reinterpret_cast<CUstream>(h), "test"); }

@@ -139,6 +139,11 @@ struct world {
   std::uint64_t next_capture_id{1};
   std::vector<std::string> violations;
   int invalidated_captures{0};
+  // The primary contexts (0 and 2): retains through cuDevicePrimaryCtxRetain, per device, and
+  // whether the runtime holds one (as it does after its first call on the device). A primary
+  // context nobody holds is destroyed at its last release, and made again at the next retain.
+  int primary_retains[2]{0, 0};
+  bool runtime_holds_primary[2]{true, true};
 
   void violation(std::string what);
   bool any_capture() const;
@@ -275,6 +280,10 @@ long run_steps(double seconds, std::function<void()> const& step);
 /** Reports every violation, and every invalidated capture, as a failure of the test naming `seed`.
  */
 void report_violations(std::uint64_t seed);
+
+/** @brief Whether the primary context of `device` (0 or 1) is active, as cuDevicePrimaryCtxGetState
+ * answers. */
+bool primary_active(int device);
 
 /** The model stream `h` names for the calling thread. */
 stream* resolve_on(cudaStream_t h);

@@ -506,19 +506,66 @@ inline CUevent record_lasting_fence(cudaStream_t stream,
 }
 
 /**
+ * @brief A retain of a device's primary context (`cuDevicePrimaryCtxRetain`), released when the
+ * hold goes, or at `release()`. What a cache makes in that context (its stream, its events) lives
+ * only as long as the context: without the hold, a process whose runtime had not yet made the
+ * context (a cache built before any other CUDA call, over an upstream that had not touched the
+ * device) would see it destroyed at once, and the cache's stream with it. Declared before what it
+ * keeps alive, so that it is released after them. Nothing is released while the runtime unloads.
+ */
+class primary_context_hold {
+ public:
+  primary_context_hold()                                       = default;
+  primary_context_hold(primary_context_hold const&)            = delete;
+  primary_context_hold& operator=(primary_context_hold const&) = delete;
+  ~primary_context_hold() { release(); }
+
+  /** @brief Retains the primary context of `device` into `primary` (once); false on failure. */
+  [[nodiscard]] bool retain(CUdevice device, CUcontext& primary) noexcept
+  {
+    driver_api const& api = driver();
+    if (held_) { return true; }
+    if (api.primary_ctx_retain == nullptr || api.primary_ctx_release == nullptr ||
+        api.primary_ctx_retain(&primary, device) != CUDA_SUCCESS) {
+      return false;
+    }
+    device_ = device;
+    held_   = true;
+    return true;
+  }
+
+  /** @brief Releases the retain, if any. */
+  void release() noexcept
+  {
+    if (!held_) { return; }
+    held_ = false;
+    if (runtime_unloading().load(std::memory_order_relaxed)) { return; }
+    (void)driver().primary_ctx_release(device_);
+  }
+
+  [[nodiscard]] bool held() const noexcept { return held_; }
+
+ private:
+  CUdevice device_{};
+  bool held_{false};
+};
+
+/**
  * @brief A new non-blocking stream of `device`'s primary context, made in relaxed capture mode
  * (harmless to any capture), for a cache's releases and relayed fences; the context goes to
- * `primary`. The context is not retained: the upstream's own use keeps it alive. Null without a
- * driver or device (then no GPU work exists), or when the driver refused.
+ * `primary`, retained by `hold` for as long as the caller keeps it (see `primary_context_hold`).
+ * Null without a driver or device (then no GPU work exists), or when the driver refused; `hold`
+ * then holds nothing.
  */
-inline CUstream make_primary_stream(int device, CUcontext& primary) noexcept
+inline CUstream make_primary_stream(int device,
+                                    CUcontext& primary,
+                                    primary_context_hold& hold) noexcept
 {
   driver_api const& api = driver();
   CUdevice dev{};
   if (device < 0 || !fences_available() || api.device_get == nullptr ||
-      api.primary_ctx_retain == nullptr || api.primary_ctx_release == nullptr ||
       api.stream_create == nullptr || api.device_get(&dev, device) != CUDA_SUCCESS ||
-      api.primary_ctx_retain(&primary, dev) != CUDA_SUCCESS) {
+      !hold.retain(dev, primary)) {
     return nullptr;
   }
   CUstream stream{};
@@ -529,7 +576,7 @@ inline CUstream make_primary_stream(int device, CUcontext& primary) noexcept
       stream = nullptr;
     }
   }
-  (void)api.primary_ctx_release(dev);
+  if (stream == nullptr) { hold.release(); }
   return stream;
 }
 
