@@ -881,6 +881,31 @@ TEST(SegmentCacheModel, AVouchForAStreamEndsWithItsScopeAndStaysOnItsThread)
   model::report_violations(0);
 }
 
+// A child forked while a cache lives cannot use the driver: destroying the cache there destroys no
+// stream and releases no retain of the primary context (both are the parent's).
+TEST(SegmentCacheModel, ACacheDestroyedInAForkedChildReleasesNothingOfItsParents)
+{
+  rmm_next::detail::watch_runtime_teardown();  // as the first CUDA call of a resource does
+  auto c = std::make_unique<cache_over_pool>(std::size_t{64} << 20, keeping_every_idle_segment());
+  int const retains = the().primary_retains[0];
+  ASSERT_GT(retains, 0);
+  std::string const child = rmm_next::test::run_in_forked_child([&] {
+    the().violations.clear();
+    std::size_t const streams_made = the().created_in.size();
+    c.reset();
+    int code = the().primary_retains[0] == retains ? 0 : 1;
+    if (!the().violations.empty()) { code |= 2; }
+    if (the().created_in.size() != streams_made) { code |= 4; }
+    return code;
+  });
+  EXPECT_EQ(child, "") << "bits: 1 a retain was released, 2 a driver call the model refused, "
+                          "4 a stream was made";
+  EXPECT_EQ(the().primary_retains[0], retains);  // the parent's cache still holds its own
+  c.reset();
+  EXPECT_EQ(the().primary_retains[0], retains - 1);
+  model::report_violations(0);
+}
+
 // A cache made while nothing else holds its device's primary context (a process whose runtime has
 // not touched the device yet, over an upstream that has not either): the cache's own stream lives
 // in that context, which the cache keeps while it lives and lets go of after destroying the stream.
