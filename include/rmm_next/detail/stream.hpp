@@ -543,8 +543,6 @@ class primary_context_hold {
     (void)driver().primary_ctx_release(device_);
   }
 
-  [[nodiscard]] bool held() const noexcept { return held_; }
-
  private:
   CUdevice device_{};
   bool held_{false};
