@@ -17,6 +17,7 @@
 #include <rmm_next/detail/resource_calls.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/detail/segment_cache.hpp>
+#include <rmm_next/detail/short_mutex.hpp>
 #include <rmm_next/detail/stream.hpp>
 #include <rmm_next/detail/throw_error.hpp>
 #include <rmm_next/detail/upstream_argument.hpp>
@@ -409,7 +410,7 @@ class segment_cache_state final
   /** @brief Counted without the lock: a bypass is the captured streams' hot path. */
   void count_bypass() noexcept { bypasses_.fetch_add(1, std::memory_order_relaxed); }
 
-  std::mutex mutex;
+  short_mutex mutex;
 
  private:
   /** @brief Waits (on eager `stream`, of `l`) for the frees on other lanes `b` carries. */

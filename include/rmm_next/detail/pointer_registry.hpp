@@ -6,12 +6,13 @@
 
 #include <rmm_next/detail/address_table.hpp>
 #include <rmm_next/detail/export.hpp>
+#include <rmm_next/detail/short_mutex.hpp>
 
 #include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
+#include <mutex>  // std::lock_guard
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -174,7 +175,7 @@ class pointer_registry {
   using table = address_table<entry, entry_address>;
 
   struct alignas(64) shard {
-    mutable std::mutex mutex;
+    mutable short_mutex mutex;
     table live;
     std::size_t bytes = 0;
   };
