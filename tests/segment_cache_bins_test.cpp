@@ -5,7 +5,8 @@
 
 // The segment cache's free bins and live-block table against plain std containers, from a random
 // seed (printed; RMM_NEXT_MODEL_SEED picks it): best_fit answers as a set ordered by size and
-// address would, and the table finds every live block through growth and removals.
+// address would, through listings, removals and blocks resized in place, and the table finds every
+// live block through growth and removals.
 
 #include <rmm_next/detail/segment_cache.hpp>
 
@@ -77,7 +78,7 @@ void check_against_a_sorted_set(detail::free_bins& bins,
                           : smallest + (rng() % ((largest - smallest) / granule + 1)) * granule;
   };
   for (int step = 0; step < 200000; ++step) {
-    unsigned const what = rng() % 8;
+    unsigned const what = rng() % 9;
     if (what < 3 || listed.empty()) {
       auto b     = std::make_unique<cache_block>();
       b->size    = size();
@@ -92,6 +93,15 @@ void check_against_a_sorted_set(detail::free_bins& bins,
       model.erase({listed[i]->size, listed[i]->address});
       listed[i] = std::move(listed.back());
       listed.pop_back();
+    } else if (what < 6) {
+      // A listed block grows or shrinks in place (a split or a merge), and moves bins if need be.
+      cache_block& b = *listed[rng() % listed.size()];
+      model.erase({b.size, b.address});
+      b.size    = size();
+      b.address = next_address;
+      next_address += b.size;
+      bins.resized(b);
+      model.emplace(b.size, b.address);
     } else {
       std::size_t const want = size();
       cache_block const* got = bins.best_fit(want);
@@ -141,12 +151,12 @@ TEST(SegmentCacheBins, TheLiveTableFindsEveryLiveBlockThroughGrowthAndRemovals)
         auto b     = std::make_unique<cache_block>();
         b->address = address;
         table.reserve(table.size() + 1);
-        table.insert(b.get());
+        table.insert({b->address, b.get()});
         model.emplace(address, std::move(b));
       }
     } else {
       ASSERT_NE(slot, detail::live_block_table::npos) << "seed " << seed << " step " << step;
-      ASSERT_EQ(table.at(slot), it->second.get()) << "seed " << seed << " step " << step;
+      ASSERT_EQ(table.at(slot).block, it->second.get()) << "seed " << seed << " step " << step;
       if (rng() % 2 == 0) {
         table.erase(slot);
         model.erase(it);
@@ -157,7 +167,8 @@ TEST(SegmentCacheBins, TheLiveTableFindsEveryLiveBlockThroughGrowthAndRemovals)
   for (auto const& [address, block] : model) {
     std::size_t const slot = table.find(address);
     ASSERT_NE(slot, detail::live_block_table::npos) << "seed " << seed;
-    EXPECT_EQ(table.at(slot), block.get());
+    EXPECT_EQ(table.at(slot).address, address);
+    EXPECT_EQ(table.at(slot).block, block.get());
   }
 }
 

@@ -75,7 +75,8 @@ TEST(ShortMutex, AThreadWaitingForALongHolderSleeps)
   m.unlock();
   waiter.join();
   EXPECT_TRUE(got.load());
-  // A spinning waiter would have used about the whole hold; a sleeping one uses a few slices' wake-ups.
+  // A spinning waiter would have used about the whole hold; a sleeping one uses a few slices'
+  // wake-ups.
   EXPECT_LT(waiter_cpu, 0.1 * std::chrono::duration<double>(hold).count())
     << "the waiting thread used " << waiter_cpu << " s of CPU during a 0.3 s hold";
 }

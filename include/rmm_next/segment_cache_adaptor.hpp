@@ -106,12 +106,12 @@ namespace detail {
 
 /** @brief The state the copies of one `segment_cache_adaptor` share. */
 template <class Upstream>
-class segment_cache_state final
+class alignas(64) segment_cache_state final
   : public per_thread_lane_keeper,
     public std::enable_shared_from_this<segment_cache_state<Upstream>> {
  public:
   segment_cache_state(Upstream upstream, segment_cache_options const& options, int device)
-    : upstream_{std::move(upstream)}, options_{options}, device_{device}
+    : options_{options}, upstream_{std::move(upstream)}, device_{device}
   {
     if (options_.fence_interval == 0) { options_.fence_interval = 1; }
     if (!(options_.max_idle_fraction >= 0.0)) {  // negative, or NaN
@@ -240,7 +240,7 @@ class segment_cache_state final
                   std::uint64_t lane,
                   bool confirmed) noexcept
   {
-    cache_block& b   = *live_.at(live);
+    cache_block& b   = *live_.at(live).block;
     cache_segment& s = *b.segment;
     std::shared_ptr<cross_lane_fence> wait;
     if (lane != s.lane) {
@@ -291,7 +291,7 @@ class segment_cache_state final
    */
   graph_free* free_in_graph(std::size_t live) noexcept
   {
-    cache_block& b   = *live_.at(live);
+    cache_block& b   = *live_.at(live).block;
     graph_free* data = nullptr;
     try {
       if (!graph_frees_) { graph_frees_ = std::make_shared<graph_frees>(); }
@@ -429,45 +429,51 @@ class segment_cache_state final
     return true;
   }
 
-  /** @brief Splits what `b` (free, in `free`) does not need off, and hands `b` out. */
+  /**
+   * @brief Hands out the first `sizes.block` bytes of `b` (free, in `free`, its waits done): all of
+   * `b` when the rest is too small to split off, else a new block in front of `b`, which stays
+   * free with the rest (and in its bin, when that is still the bin of its size).
+   */
   void* hand_out(cache_block& b, segment_cache_sizes sizes, free_bins& free)
   {
     std::size_t const rest = b.size - sizes.block;
-    bool const split  = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
-    cache_block* tail = nullptr;
+    bool const split = sizes.small ? rest >= segment_cache_granule : rest > large_split_remainder;
+    cache_block* out = &b;
     // What may throw (host memory) comes first: on a throw nothing has changed.
+    if (split) { out = take_block(); }
     try {
-      if (split) {
-        tail          = take_block();
-        tail->address = b.address + sizes.block;
-        tail->size    = rest;
-        tail->segment = b.segment;
-        tail->free    = true;
-        tail->waits   = b.waits;
-      }
       live_.reserve(live_.size() + 1);
     } catch (...) {
-      if (tail != nullptr) { recycle_block(tail); }
+      if (split) { recycle_block(out); }
       throw;
     }
-    live_.insert(&b);
-    free.erase(b);
-    if (tail != nullptr) {
-      b.size     = sizes.block;
-      tail->prev = &b;
-      tail->next = b.next;
-      if (b.next != nullptr) { b.next->prev = tail; }
-      b.next = tail;
-      free.insert(*tail);
+    if (split) {
+      out->address = b.address;
+      out->size    = sizes.block;
+      out->segment = b.segment;
+      out->prev    = b.prev;
+      out->next    = &b;
+      if (b.prev != nullptr) {
+        b.prev->next = out;
+      } else {
+        b.segment->first = out;
+      }
+      b.prev = out;
+      b.address += sizes.block;
+      b.size = rest;
+      free.resized(b);
+    } else {
+      free.erase(b);
     }
-    b.free = false;
-    hold(*b.segment);
-    live_bytes_ += b.size;
+    live_.insert({out->address, out});
+    out->free = false;
+    hold(*out->segment);
+    live_bytes_ += out->size;
     if (live_bytes_ > peak_live_bytes_) {
       peak_live_bytes_ = live_bytes_;
       peak_changed();
     }
-    return reinterpret_cast<void*>(b.address);
+    return reinterpret_cast<void*>(out->address);
   }
 
   /** @brief One more block of `s` is out of its free lists (live, in a graph, or stuck). */
@@ -482,7 +488,7 @@ class segment_cache_state final
   /** @brief The block at `live` leaves the live set; its segment counts it until it is free. */
   void forget_live(std::size_t live) noexcept
   {
-    live_bytes_ -= live_.at(live)->size;
+    live_bytes_ -= live_.at(live).block->size;
     live_.erase(live);
   }
 
@@ -521,16 +527,21 @@ class segment_cache_state final
     auto& free      = l.free_of(b.segment->small);
     cache_block* at = &b;
     at->free        = true;
+    bool listed     = false;  // `at` is listed: it is the free block before `b`
     if (cache_block* p = at->prev; p != nullptr && p->free) {
-      free.erase(*p);
       merge_into(*p, *at);
-      at = p;
+      at     = p;
+      listed = true;
     }
     if (cache_block* n = at->next; n != nullptr && n->free) {
       free.erase(*n);
       merge_into(*at, *n);
     }
-    free.insert(*at);
+    if (listed) {
+      free.resized(*at);
+    } else {
+      free.insert(*at);
+    }
     --at->segment->live;
   }
 
@@ -774,29 +785,34 @@ class segment_cache_state final
     release_past_bound_locked(nullptr, 0);
   }
 
-  primary_context_hold primary_hold_;  ///< first: released after the stream and the events
-  Upstream upstream_;
+  // What every hit and free reads and writes comes first, next to `mutex`: a few cache lines,
+  // which the driver's calls between two of ours tend to evict.
+  std::uint64_t recent_lane_id_{};  ///< see find_lane
+  cache_lane* recent_lane_{};
+  live_block_table live_;
+  cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
+  std::size_t spare_block_count_{};
+  std::shared_ptr<graph_frees> graph_frees_;
+  std::uint64_t hits_{};
+  std::size_t live_bytes_{}, idle_bytes_{};
+  std::size_t peak_live_bytes_{};   ///< since the last trim: what `idle_bound` follows
+  std::size_t fraction_of_peak_{};  ///< `max_idle_fraction` of `peak_live_bytes_`
   segment_cache_options options_;
+  static constexpr std::size_t max_spare_blocks = 4096;
+
+  primary_context_hold primary_hold_;  ///< before the stream and the events: released after them
+  Upstream upstream_;
   int const device_;
   CUcontext primary_{};
   CUstream relay_{};
   fence_event_pool events_;  ///< spare events of `primary_`, under `mutex`; outlives their fences
   std::unordered_map<std::uint64_t, cache_lane> lanes_;
-  std::uint64_t recent_lane_id_{};  ///< see find_lane
-  cache_lane* recent_lane_{};
-  live_block_table live_;
-  static constexpr std::size_t max_spare_blocks = 4096;
-  cache_block* spare_blocks_{};  ///< recycled block objects, linked through `next`
-  std::size_t spare_block_count_{};
   std::unordered_map<std::uintptr_t, std::unique_ptr<cache_segment>> segments_;
   idle_segments idle_;
-  std::shared_ptr<graph_frees> graph_frees_;
   std::unordered_map<std::uintptr_t, cache_block*> in_graphs_;
-  std::uint64_t hits_{}, misses_{}, released_segments_{};
-  std::atomic<std::uint64_t> bypasses_{0};
-  std::size_t segment_bytes_{}, live_bytes_{}, idle_bytes_{}, lost_bytes_{}, graph_pending_bytes_{};
-  std::size_t peak_live_bytes_{};   ///< since the last trim: what `idle_bound` follows
-  std::size_t fraction_of_peak_{};  ///< `max_idle_fraction` of `peak_live_bytes_`
+  std::uint64_t misses_{}, released_segments_{};
+  std::atomic<std::uint64_t> bypasses_{0};  ///< written without the lock: away from the hot lines
+  std::size_t segment_bytes_{}, lost_bytes_{}, graph_pending_bytes_{};
 };
 
 }  // namespace detail

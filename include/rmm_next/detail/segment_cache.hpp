@@ -155,6 +155,14 @@ class free_bins {
     if (words_[i / 64] == 0) { summary_ &= ~(std::uint64_t{1} << (i / 64)); }
   }
 
+  /** @brief Lists `b` (listed here) in the bin of its size now, if that is another one. */
+  void resized(cache_block& b) noexcept
+  {
+    if (index_of(b.size) == b.bin) { return; }
+    erase(b);
+    insert(b);
+  }
+
   /** @brief The smallest listed block of `size` bytes or more (see the class), or nullptr. */
   [[nodiscard]] cache_block* best_fit(std::size_t size) const noexcept
   {
@@ -221,19 +229,22 @@ inline free_bins large_free_bins()
   return free_bins{exact_free_bins, free_bin_of(~(segment_cache_granule - 1))};
 }
 
-/** @brief The address of a live block, as `live_block_table` keys it (0: an empty slot). */
-struct live_block_address {
-  static std::uintptr_t key(cache_block* const& b) noexcept
-  {
-    return b == nullptr ? 0 : b->address;
-  }
+/** @brief A live block and its address, kept beside it so that a probe reads no block. */
+struct live_entry {
+  std::uintptr_t address{};  ///< 0: an empty slot
+  cache_block* block{};
+};
+
+/** @brief How `live_block_table` keys its entries. */
+struct live_entry_address {
+  static std::uintptr_t key(live_entry const& e) noexcept { return e.address; }
 };
 
 /**
  * @brief The live blocks by address, so that a free finds its block in a load or two. `reserve`
  * may allocate; `insert` after it, `find` and `erase` never do.
  */
-using live_block_table = address_table<cache_block*, live_block_address>;
+using live_block_table = address_table<live_entry, live_entry_address>;
 
 /** @brief One allocation from the upstream, split into blocks. */
 struct cache_segment {

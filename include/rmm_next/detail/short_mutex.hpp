@@ -74,7 +74,7 @@ class short_mutex {
 #endif
     }
     for (long slice = first_slice_ns; state_.exchange(1, std::memory_order_acquire) != 0;
-         slice = slice < last_slice_ns / 2 ? slice * 2 : last_slice_ns) {
+         slice      = slice < last_slice_ns / 2 ? slice * 2 : last_slice_ns) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       sleep_while_taken(slice);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
