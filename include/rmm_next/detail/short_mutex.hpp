@@ -6,6 +6,7 @@
 
 #include <rmm_next/detail/export.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -73,11 +74,12 @@ class short_mutex {
       __builtin_ia32_pause();
 #endif
     }
-    for (long slice = first_slice_ns; state_.exchange(1, std::memory_order_acquire) != 0;
-         slice      = slice < last_slice_ns / 2 ? slice * 2 : last_slice_ns) {
+    long slice = first_slice_ns;
+    while (state_.exchange(1, std::memory_order_acquire) != 0) {
       sleepers_.fetch_add(1, std::memory_order_seq_cst);
       sleep_while_taken(slice);
       sleepers_.fetch_sub(1, std::memory_order_relaxed);
+      slice = std::min(slice * 2, last_slice_ns);
     }
   }
 
