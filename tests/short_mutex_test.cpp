@@ -3,8 +3,8 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 
-// The segment cache's lock: one holder at a time under contention, and a thread that waits for a
-// long holder sleeps instead of spinning.
+// The segment cache's lock: one holder at a time under contention, try_lock only when free, and a
+// thread that waits for a long holder sleeps instead of spinning.
 
 #include <rmm_next/detail/short_mutex.hpp>
 
@@ -47,6 +47,23 @@ TEST(ShortMutex, OneHolderAtATimeUnderContention)
   }
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(counter, long{threads} * rounds);
+}
+
+TEST(ShortMutex, TryLockTakesItOnlyWhenFree)
+{
+  short_mutex m;
+  ASSERT_TRUE(m.try_lock());
+  bool taken_elsewhere = true;
+  std::thread other{[&] { taken_elsewhere = m.try_lock(); }};
+  other.join();
+  EXPECT_FALSE(taken_elsewhere);
+  m.unlock();
+  std::thread again{[&] {
+    taken_elsewhere = m.try_lock();
+    if (taken_elsewhere) { m.unlock(); }
+  }};
+  again.join();
+  EXPECT_TRUE(taken_elsewhere);
 }
 
 double thread_cpu_seconds()

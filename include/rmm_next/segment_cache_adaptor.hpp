@@ -128,13 +128,17 @@ class alignas(64) segment_cache_state final
   /**
    * @brief Gives back every idle segment a fence proves free, and those of the legacy stream of
    * the destroying thread's context on that stream (its order proves them); the rest stays
-   * allocated.
+   * allocated. In a forked child whose parent had a thread inside the cache at the fork, the lock
+   * is never released (that thread does not exist in the child) and what it guards may be half
+   * changed: the cache's host bookkeeping is then left as it is, instead of waiting for ever.
    */
   ~segment_cache_state()
   {
     bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
-    {
-      std::lock_guard const lock{mutex};
+    bool const locked =
+      forked_after_cuda().load(std::memory_order_relaxed) ? mutex.try_lock() : (mutex.lock(), true);
+    if (locked) {
+      std::lock_guard const lock{mutex, std::adopt_lock};
       if (!unloading) {
         // The legacy stream is one stream for every thread of a context, so it is this thread's
         // too; a stream the program made may be gone, and is not asked.

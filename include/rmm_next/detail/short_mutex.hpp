@@ -38,7 +38,7 @@ namespace rmm_next {
 inline namespace RMM_NEXT_ABI_NAMESPACE {
 namespace detail {
 
-/** @brief A BasicLockable mutex for short critical sections (see the file). */
+/** @brief A Lockable mutex for short critical sections (see the file). */
 class short_mutex {
  public:
   /** @brief A waiting thread's first sleep, before it looks at the lock again. */
@@ -54,6 +54,13 @@ class short_mutex {
   {
     if (state_.exchange(1, std::memory_order_acquire) == 0) [[likely]] { return; }
     lock_contended();
+  }
+
+  /** @brief Takes it if it is free now, without waiting. */
+  [[nodiscard]] bool try_lock() noexcept
+  {
+    return state_.load(std::memory_order_relaxed) == 0 &&
+           state_.exchange(1, std::memory_order_acquire) == 0;
   }
 
   [[gnu::always_inline]] void unlock() noexcept
