@@ -22,6 +22,7 @@
 #include "support/driver_model.hpp"
 #include "support/forked_child.hpp"
 #include "support/model_pool.hpp"
+#include "support/parking_pool.hpp"
 
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/error.hpp>
@@ -32,8 +33,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -908,33 +907,6 @@ TEST(SegmentCacheModel, ACacheDestroyedInAForkedChildReleasesNothingOfItsParents
   model::report_violations(0);
 }
 
-/** @brief Where a `parking_pool`'s allocation waits, and what lets it go on. */
-struct parking {
-  std::atomic<bool> armed{false};    ///< the next allocation parks
-  std::atomic<bool> inside{false};   ///< one has parked
-  std::atomic<bool> release{false};  ///< the parked one may go on
-};
-
-/** @brief A model pool whose allocation, while armed, parks until released: a miss held there
- * keeps the cache's lock. */
-struct parking_pool : model_pool {
-  parking_pool(std::size_t bytes, std::shared_ptr<parking> p)
-    : model_pool{bytes}, park{std::move(p)}
-  {
-  }
-  [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
-  {
-    if (park->armed.exchange(false)) {
-      park->inside = true;
-      while (!park->release) {
-        std::this_thread::sleep_for(std::chrono::milliseconds{1});
-      }
-    }
-    return model_pool::allocate(stream, bytes, alignment);
-  }
-  std::shared_ptr<parking> park;
-};
-
 // A child forked while a thread of the parent was inside the cache (a miss waiting on the
 // upstream, under the cache's lock) has no thread that will ever leave it. Destroying the cache
 // there must not wait for the lock: the child leaves the cache's host bookkeeping as it is, and
@@ -942,26 +914,17 @@ struct parking_pool : model_pool {
 TEST(SegmentCacheModel, ACacheDestroyedInAForkedChildWhileAParentThreadWasInsideItDoesNotWait)
 {
   rmm_next::detail::watch_runtime_teardown();
-  auto park  = std::make_shared<parking>();
-  auto cache = std::make_unique<rmm_next::segment_cache_adaptor<parking_pool>>(
-    parking_pool{std::size_t{64} << 20, park}, 0, keeping_every_idle_segment());
+  auto park  = std::make_shared<model::parking>();
+  auto cache = std::make_unique<rmm_next::segment_cache_adaptor<model::parking_pool>>(
+    model::parking_pool{std::size_t{64} << 20, park}, 0, keeping_every_idle_segment());
   model::worker worker{0};
   cuda::stream_ref const zero{cudaStream_t{}};
   void* parked = nullptr;
   park->armed  = true;
   std::thread inside{[&] { worker.call([&] { parked = cache->allocate(zero, 4096); }); }};
-  while (!park->inside) {
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  }
-  int const retains       = the().primary_retains[0];
-  std::string const child = rmm_next::test::run_in_forked_child([&] {
-    the().violations.clear();
-    cache.reset();  // waits forever for the lock, unless it sees that no thread will release it
-    int code = the().primary_retains[0] == retains ? 0 : 1;
-    if (!the().violations.empty()) { code |= 2; }
-    return code;
-  });
-  EXPECT_EQ(child, "") << "bits: 1 a retain was released, 2 a driver call the model refused";
+  park->wait_inside();
+  // Without the fix the child waits for the lock until its alarm kills it.
+  EXPECT_EQ(model::destroyed_in_forked_child(cache), "");
   park->release = true;
   inside.join();
   ASSERT_NE(parked, nullptr);  // the parent's cache goes on

@@ -17,8 +17,10 @@
 
 #include "support/driver_model.hpp"
 #include "support/model_pool.hpp"
+#include "support/parking_pool.hpp"
 
 #include <rmm_next/detail/cccl.hpp>
+#include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/error.hpp>
 #include <rmm_next/thread_cache_adaptor.hpp>
 
@@ -447,6 +449,33 @@ TEST(ThreadCacheModel, TheDeviceOfAContextThatTookADestroyedContextsAddressIsAsk
     EXPECT_EQ(rmm_next::detail::current_device_or_none(), 0);
     EXPECT_EQ(rmm_next::detail::current_device_or_none(), 0);
   }}.join();
+}
+
+// A child forked while a thread of the parent was inside the adaptor's registry (a flush returning
+// blocks upstream, under the registry's lock) has no thread that will ever leave it. Destroying
+// the adaptor there must not wait for that lock, and asks the driver nothing.
+TEST(ThreadCacheModel, AnAdaptorDestroyedInAForkedChildWhileAParentThreadWasInsideItDoesNotWait)
+{
+  rmm_next::detail::watch_runtime_teardown();
+  auto park  = std::make_shared<model::parking>();
+  auto cache = std::make_unique<rmm_next::thread_cache_adaptor<model::parking_pool>>(
+    model::parking_pool{std::size_t{1} << 20, park});
+  worker owner{0};
+  worker flusher{0};
+  cuda::stream_ref const zero{cudaStream_t{}};
+  owner.call([&] { cache->deallocate(zero, cache->allocate(zero, 4096), 4096); });
+  ASSERT_EQ(cache->statistics().cached_bytes, 4096U);
+  park->armed = true;
+  std::thread inside{[&] { flusher.call([&] { (void)cache->synchronize_and_flush(); }); }};
+  park->wait_inside();
+  // Without the fix the child waits for the lock until its alarm kills it.
+  EXPECT_EQ(model::destroyed_in_forked_child(cache), "");
+  park->release = true;
+  inside.join();
+  EXPECT_EQ(cache->statistics().cached_bytes, 0U);  // the parent's flush went on
+  owner.call([&] { cache->deallocate(zero, cache->allocate(zero, 4096), 4096); });
+  cache.reset();
+  model::report_violations(0);
 }
 
 // An adaptor made while nothing else holds its device's primary context (a process whose runtime

@@ -120,13 +120,19 @@ class thread_cache_state final : public cache_backend {
 
   /**
    * @brief Returns every thread's fenced blocks upstream; threads that still hold a cache drop
-   * it, and what is left unproven stays allocated from the upstream.
+   * it, and what is left unproven stays allocated from the upstream. In a child forked while a
+   * thread of the parent was inside the registry (a flush returning blocks upstream), its lock is
+   * never released: the adaptor is then only cut off from the registry, without waiting.
    */
   ~thread_cache_state()
   {
     bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
     {
-      std::lock_guard lock{registry_->mutex};
+      auto const lock = registry_->lock_unless_orphaned();
+      if (!lock.owns_lock()) {
+        registry_->backend = nullptr;  // the child's one thread: no other reads it now
+        return;                        // unloading: no stream to destroy either
+      }
       if (!unloading) { registry_->flush_locked(); }
       registry_->backend = nullptr;
       registry_->caches.clear();
