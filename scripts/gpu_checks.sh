@@ -17,6 +17,9 @@
 #             to it for tests/sanitize/run_all.sh --no-build.
 #   replay    replay_bench on the committed traces, every rmm-next resource (RMM's too when
 #             replay_rmm_bench was built), RMM_NEXT_REPLAY_REPETITIONS each (default 3).
+#   tests     for a call that must stay short: configure the gpu preset as `suite` does, build only
+#             the programs of the tests whose names match the regular expression RMM_NEXT_TESTS,
+#             and run those tests.
 #   hotpaths  on the tree `suite` built with benchmarks: hit_path_bench and plugin_path_bench, then
 #             the resources' alloc_free and the thread cache's mixed pattern against a base
 #             build, paired by benchmarks/compare_builds.py over RMM_NEXT_COMPARE_ROUNDS rounds
@@ -31,7 +34,7 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 1
-step=${1:?usage: gpu_checks.sh suite|memcheck|replay|hotpaths [LOG_DIR]}
+step=${1:?usage: gpu_checks.sh suite|tests|memcheck|replay|hotpaths [LOG_DIR]}
 logs=${2:-build/gpu-checks}
 mkdir -p "$logs" && logs=$(cd "$logs" && pwd)
 limit=${RMM_NEXT_CHECK_SECONDS:-560}
@@ -74,6 +77,29 @@ case $step in
       -rs -m gpu $per_test --durations=10 python/tests >"$logs/python.log" 2>&1
     echo "pytest exit status $?"
     grep -E '^(FAILED|ERROR)|passed|failed' "$logs/python.log" | tail -20
+    ;;
+  tests)
+    pattern=${RMM_NEXT_TESTS:?set RMM_NEXT_TESTS to a regular expression of test names}
+    say configure
+    cmake --preset gpu -DCMAKE_CUDA_ARCHITECTURES="${RMM_NEXT_GPU_ARCH:-90}" \
+      -DCMAKE_CUDA_FLAGS=-lineinfo -UCMAKE_TEST_LAUNCHER -DRMM_NEXT_BUILD_BENCHMARKS=OFF \
+      >"$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 1; }
+    # A test runs the program of its name, or of the name before its first dot (its modes). The
+    # targets as Makefiles ("... name") or Ninja ("name: phony") list them.
+    targets=$(cmake --build build/gpu --target help |
+      sed -n 's/^\.\.\. \([^ ]*\).*/\1/p; s/^\([A-Za-z0-9_.+-]*\): .*/\1/p' | sort -u)
+    wanted=$(ctest --test-dir build/gpu -N -R "$pattern" | sed -n 's/^ *Test *#[0-9]*: \([^ ]*\).*/\1/p' |
+      sed 's/\..*//' | sort -u | comm -12 - <(echo "$targets"))
+    [[ -n $wanted ]] || { echo "no test program matches '$pattern'"; exit 1; }
+    say "build $(echo $wanted | wc -w) programs"
+    # shellcheck disable=SC2086  # one target a word
+    cmake --build build/gpu -j "$(nproc)" --target $wanted >>"$logs/build.log" 2>&1 ||
+      { grep -n -A8 'error' "$logs/build.log" | head -80; exit 1; }
+    say tests
+    timeout $(($(left) - 5)) ctest --test-dir build/gpu -R "$pattern" -j "$(nproc)" --timeout 200 \
+      --output-on-failure --output-junit "$logs/tests.xml" >"$logs/ctest_tests.log" 2>&1
+    echo "ctest exit status $?"
+    grep -E 'tests passed|\*\*\*|Total Test' "$logs/ctest_tests.log" | tail -30
     ;;
   memcheck)
     [[ -d build/gpu/tests ]] || { echo "run the suite step first"; exit 1; }
@@ -131,7 +157,7 @@ case $step in
       "${plugin[@]}" 2>/dev/null | tee "$logs/compare.txt" | grep -v '^Running\|^Run on\|^CPU\|^  L\|^Load\|^cuda_\|^gpu_\|^20'
     ;;
   *)
-    echo "gpu_checks.sh: unknown step '$step' (suite, memcheck, replay or hotpaths)" >&2
+    echo "gpu_checks.sh: unknown step '$step' (suite, tests, memcheck, replay or hotpaths)" >&2
     exit 2
     ;;
 esac
