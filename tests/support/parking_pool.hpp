@@ -49,7 +49,8 @@ struct parking {
 
 /** @brief A `model_pool` whose allocate and deallocate park at `park` first. */
 struct parking_pool : model_pool {
-  parking_pool(std::size_t bytes, std::shared_ptr<parking> p) : model_pool{bytes}, park{std::move(p)}
+  parking_pool(std::size_t bytes, std::shared_ptr<parking> p)
+    : model_pool{bytes}, park{std::move(p)}
   {
   }
   [[nodiscard]] void* allocate(cuda::stream_ref stream, std::size_t bytes, std::size_t alignment)
@@ -57,7 +58,10 @@ struct parking_pool : model_pool {
     park->maybe_park();
     return model_pool::allocate(stream, bytes, alignment);
   }
-  void deallocate(cuda::stream_ref stream, void* p, std::size_t bytes, std::size_t alignment) noexcept
+  void deallocate(cuda::stream_ref stream,
+                  void* p,
+                  std::size_t bytes,
+                  std::size_t alignment) noexcept
   {
     park->maybe_park();
     model_pool::deallocate(stream, p, bytes, alignment);
@@ -82,8 +86,9 @@ std::string destroyed_in_forked_child(std::unique_ptr<T>& owner)
     return code;
   });
   return result.empty() ? result
-                        : result + " (exit bits: 1 a retain was released, 2 a driver call the "
-                                   "model refused)";
+                        : result +
+                            " (exit bits: 1 a retain was released, 2 a driver call the "
+                            "model refused)";
 }
 
 }  // namespace model
