@@ -923,7 +923,8 @@ TEST(SegmentCacheModel, ACacheDestroyedInAForkedChildWhileAParentThreadWasInside
   park->armed  = true;
   std::thread inside{[&] { worker.call([&] { parked = cache->allocate(zero, 4096); }); }};
   park->wait_inside();
-  // Without the fix the child waits for the lock until its alarm kills it.
+  // Without the fix the child waits for the lock (statistics, then the destructor) until its
+  // alarm kills it.
   EXPECT_EQ(model::destroyed_in_forked_child(cache), "");
   park->release = true;
   inside.join();

@@ -468,7 +468,8 @@ TEST(ThreadCacheModel, AnAdaptorDestroyedInAForkedChildWhileAParentThreadWasInsi
   park->armed = true;
   std::thread inside{[&] { flusher.call([&] { (void)cache->synchronize_and_flush(); }); }};
   park->wait_inside();
-  // Without the fix the child waits for the lock until its alarm kills it.
+  // Without the fix the child waits for the lock (statistics, then the destructor) until its
+  // alarm kills it.
   EXPECT_EQ(model::destroyed_in_forked_child(cache), "");
   park->release = true;
   inside.join();

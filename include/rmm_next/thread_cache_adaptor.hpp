@@ -232,7 +232,13 @@ class thread_cache_state final : public cache_backend {
   /** @brief The counts of every thread, the flushes and the unproven bytes, now. */
   [[nodiscard]] thread_cache_statistics statistics() const
   {
-    std::lock_guard lock{registry_->mutex};
+    auto const lock = registry_->lock_unless_orphaned();
+    if (!lock.owns_lock()) {
+      throw_error<logic_error>(
+        "thread_cache_adaptor::statistics",
+        "this process was forked while another thread was inside the adaptor's registry, whose "
+        "state the child cannot read; read the statistics in the parent");
+    }
     cache_counts const sum = registry_->counts_locked();
     return {sum.hits,
             sum.misses,
@@ -490,7 +496,11 @@ class thread_cache_adaptor
     return state_->flush(&detail::cache_registry::synchronize_and_flush_locked);
   }
 
-  /** @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now. */
+  /**
+   * @brief Hits, misses, bypasses, bytes cached and flushes, summed over all threads now.
+   * @throws logic_error in a child forked while a thread of the parent was inside the adaptor's
+   * registry (a flush): its lock is never released there.
+   */
   [[nodiscard]] thread_cache_statistics statistics() const { return state_->statistics(); }
 
   /** @brief The resource (or ref) the adaptor allocates from. */

@@ -12,6 +12,8 @@
 #include "forked_child.hpp"
 #include "model_pool.hpp"
 
+#include <rmm_next/error.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -70,9 +72,10 @@ struct parking_pool : model_pool {
 };
 
 /**
- * @brief Destroys what `owner` holds in a forked child (the parent keeps its own): "" when the
- * child neither hung (60 s) nor released a retain of the primary context of device 0, nor made a
- * driver call the model refused; else what went wrong.
+ * @brief In a child forked while a parent thread held the lock of what `owner` holds: reads its
+ * statistics, which must throw `rmm_next::logic_error`, then destroys it (the parent keeps its
+ * own). "" when the child did so without hanging (60 s), releasing a retain of the primary context
+ * of device 0, or making a driver call the model refused; else what went wrong.
  */
 template <class T>
 std::string destroyed_in_forked_child(std::unique_ptr<T>& owner)
@@ -80,15 +83,22 @@ std::string destroyed_in_forked_child(std::unique_ptr<T>& owner)
   int const retains        = the().primary_retains[0];
   std::string const result = rmm_next::test::run_in_forked_child([&] {
     the().violations.clear();
+    int code = 0;
+    try {
+      (void)owner->statistics();
+      code |= 4;
+    } catch (rmm_next::logic_error const& e) {
+      if (std::string{e.what()}.find("forked") == std::string::npos) { code |= 8; }
+    }
     owner.reset();
-    int code = the().primary_retains[0] == retains ? 0 : 1;
+    if (the().primary_retains[0] != retains) { code |= 1; }
     if (!the().violations.empty()) { code |= 2; }
     return code;
   });
   return result.empty() ? result
                         : result +
                             " (exit bits: 1 a retain was released, 2 a driver call the "
-                            "model refused)";
+                            "model refused, 4 statistics read, 8 another error)";
 }
 
 }  // namespace model
