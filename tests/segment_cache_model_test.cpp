@@ -942,9 +942,7 @@ TEST(SegmentCacheModel, ACacheDestroyedInAForkedChildWhileAParentThreadWasInside
 // such a process.
 TEST(SegmentCacheModel, ACacheKeepsThePrimaryContextOfItsStreamUntilItGoes)
 {
-  the().violations.clear();                // this test's own, not those of a test before it
-  the().runtime_holds_primary[0] = false;  // nobody holds the context: not the runtime,
-  the().primary_retains[0]       = 0;      // nor what the tests before made
+  model::start_with_primary_unheld(0);
   {
     cache_over_pool c{std::size_t{64} << 20, keeping_every_idle_segment()};
     EXPECT_TRUE(model::primary_active(0)) << "the context went while the cache lived";

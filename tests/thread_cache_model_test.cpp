@@ -486,10 +486,8 @@ TEST(ThreadCacheModel, AnAdaptorDestroyedInAForkedChildWhileAParentThreadWasInsi
 // would in such a process.
 TEST(ThreadCacheModel, AnAdaptorKeepsThePrimaryContextOfItsReleaseStreamUntilItGoes)
 {
-  the().violations.clear();                // this test's own, not those of a test before it
-  the().runtime_holds_primary[0] = false;  // nobody holds the context: not the runtime,
-  the().primary_retains[0]       = 0;      // nor what the tests before made
-  model::ctx_stack               = {0};
+  model::start_with_primary_unheld(0);
+  model::ctx_stack = {0};
   {
     rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}}};
     EXPECT_TRUE(model::primary_active(0)) << "the context went while the adaptor lived";

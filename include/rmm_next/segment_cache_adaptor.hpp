@@ -135,8 +135,7 @@ class alignas(64) segment_cache_state final
   ~segment_cache_state()
   {
     bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
-    if (lock_unless_orphaned()) {
-      std::lock_guard const lock{mutex, std::adopt_lock};
+    if (auto const lock = lock_unless_orphaned(mutex); lock.owns_lock()) {
       if (!unloading) {
         // The legacy stream is one stream for every thread of a context, so it is this thread's
         // too; a stream the program made may be gone, and is not asked.
@@ -407,18 +406,6 @@ class alignas(64) segment_cache_state final
             lost_bytes_,
             peak_live_bytes_,
             idle_bound()};
-  }
-
-  /**
-   * @brief Takes `mutex`; in a child forked after CUDA was used, only when it is free now (a
-   * thread of the parent inside the cache at the fork does not exist in the child, so nothing
-   * there will ever release it). @return False when it was not taken.
-   */
-  [[nodiscard]] bool lock_unless_orphaned() noexcept
-  {
-    if (forked_after_cuda().load(std::memory_order_relaxed)) { return mutex.try_lock(); }
-    mutex.lock();
-    return true;
   }
 
   /** @brief Counted without the lock: a bypass is the captured streams' hot path. */
@@ -1035,13 +1022,13 @@ class segment_cache_adaptor
    */
   [[nodiscard]] segment_cache_statistics statistics() const
   {
-    if (!state_->lock_unless_orphaned()) {
+    auto const lock = detail::lock_unless_orphaned(state_->mutex);
+    if (!lock.owns_lock()) {
       detail::throw_error<logic_error>(
         "segment_cache_adaptor::statistics",
         "this process was forked while another thread was inside the cache, whose state the child "
         "cannot read; read the statistics in the parent");
     }
-    std::lock_guard const lock{state_->mutex, std::adopt_lock};
     return state_->statistics_locked();
   }
 

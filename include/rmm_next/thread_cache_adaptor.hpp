@@ -128,7 +128,7 @@ class thread_cache_state final : public cache_backend {
   {
     bool const unloading = runtime_unloading().load(std::memory_order_relaxed);
     {
-      auto const lock = registry_->lock_unless_orphaned();
+      auto const lock = lock_unless_orphaned(registry_->mutex);
       if (!lock.owns_lock()) {
         registry_->backend = nullptr;  // the child's one thread: no other reads it now
         return;                        // unloading: no stream to destroy either
@@ -232,7 +232,7 @@ class thread_cache_state final : public cache_backend {
   /** @brief The counts of every thread, the flushes and the unproven bytes, now. */
   [[nodiscard]] thread_cache_statistics statistics() const
   {
-    auto const lock = registry_->lock_unless_orphaned();
+    auto const lock = lock_unless_orphaned(registry_->mutex);
     if (!lock.owns_lock()) {
       throw_error<logic_error>(
         "thread_cache_adaptor::statistics",

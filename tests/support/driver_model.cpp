@@ -1023,6 +1023,14 @@ void report_violations(std::uint64_t seed)
   EXPECT_EQ(the().invalidated_captures, 0) << "seed " << seed;
 }
 
+void start_with_primary_unheld(int device)
+{
+  std::lock_guard lock{the().mutex};
+  the().violations.clear();
+  the().runtime_holds_primary[device] = false;
+  the().primary_retains[device]       = 0;
+}
+
 bool primary_active(int device)
 {
   unsigned int flags{};

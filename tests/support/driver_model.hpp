@@ -284,6 +284,12 @@ void report_violations(std::uint64_t seed);
 /** @brief Whether the primary context of `device` (0 or 1) is active, as cuDevicePrimaryCtxGetState
  * answers. */
 bool primary_active(int device);
+/**
+ * @brief From now on, as in a process whose runtime has not touched `device` (0 or 1) yet: nobody
+ * holds its primary context (not the runtime, nor what earlier tests made), and no violation is
+ * left from earlier tests.
+ */
+void start_with_primary_unheld(int device);
 
 /** The model stream `h` names for the calling thread. */
 stream* resolve_on(cudaStream_t h);

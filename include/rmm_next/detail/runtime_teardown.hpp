@@ -12,6 +12,7 @@
 #include <cassert>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #if defined(__unix__)
 #include <pthread.h>
@@ -49,6 +50,24 @@ inline std::atomic<bool>& forked_after_cuda() noexcept
 {
   static std::atomic<bool> flag{false};
   return flag;
+}
+
+/**
+ * @brief `m`, locked; in a child forked after CUDA was used (`forked_after_cuda`), only when it is
+ * free now: a thread of the parent inside it at the fork does not exist in the child, so nothing
+ * there will ever unlock it. The caller checks `owns_lock()` and, without it, leaves what `m`
+ * guards alone (it may be half changed).
+ */
+template <class Mutex>
+[[nodiscard]] std::unique_lock<Mutex> lock_unless_orphaned(Mutex& m) noexcept
+{
+  std::unique_lock lock{m, std::defer_lock};
+  if (forked_after_cuda().load(std::memory_order_relaxed)) {
+    (void)lock.try_lock();
+  } else {
+    lock.lock();
+  }
+  return lock;
 }
 
 /** @brief Marks the runtime as unloading or unusable (`runtime_unloading`). */

@@ -595,21 +595,6 @@ class cache_registry {
   std::mutex mutex;
   cache_backend* backend;  ///< guarded by mutex
 
-  /**
-   * @brief `mutex`, taken; in a child forked after CUDA was used, only when it is free now: a
-   * thread of the parent inside it at the fork does not exist in the child, so nothing there will
-   * ever release it. The caller checks `owns_lock()`, and leaves what it guards alone without it.
-   */
-  [[nodiscard]] std::unique_lock<std::mutex> lock_unless_orphaned() noexcept
-  {
-    std::unique_lock lock{mutex, std::defer_lock};
-    if (forked_after_cuda().load(std::memory_order_relaxed)) {
-      (void)lock.try_lock();
-    } else {
-      lock.lock();
-    }
-    return lock;
-  }
   cache_limits const limits;
   std::vector<thread_cache*> caches;  ///< guarded by mutex
   cache_counts retired{};             ///< counts of exited threads; guarded by mutex
@@ -851,7 +836,7 @@ class thread_cache_table {
   static void retire(entry& e) noexcept
   {
     cache_registry& r = *e.registry;
-    auto const lock   = r.lock_unless_orphaned();
+    auto const lock   = lock_unless_orphaned(r.mutex);
     if (!lock.owns_lock()) { return; }  // a forked child: its blocks stay with the process
     auto const it = std::find(r.caches.begin(), r.caches.end(), e.cache.get());
     if (it == r.caches.end()) { return; }
@@ -874,7 +859,7 @@ class thread_cache_table {
   void prune()
   {
     std::erase_if(entries_, [](entry& e) {
-      auto const lock = e.registry->lock_unless_orphaned();
+      auto const lock = lock_unless_orphaned(e.registry->mutex);
       return lock.owns_lock() && e.registry->backend == nullptr;
     });
   }
