@@ -14,11 +14,16 @@
 // segment_cache_options{}. With RMM_NEXT_SIM_UPSTREAM_LOG=PATH it also writes the upstream's
 // calls (the segments taken and given back) to PATH as a log of the same format, to replay them
 // against a bare pool.
+//
+// The trace's streams are the handles it recorded, which no driver of this process knows: the sim
+// answers the cache's look-up of the driver's entry points itself (none found), so the cache asks
+// no driver about those handles, on a machine with a GPU as on one without.
 
 #include "replay/log_parser.hpp"
 
 #include <rmm_next/segment_cache_adaptor.hpp>
 
+#include <cuda_runtime_api.h>
 #include <cuda/stream_ref>
 
 #include <algorithm>
@@ -94,6 +99,21 @@ class address_upstream {
 };
 
 }  // namespace
+
+/**
+ * @brief Takes the place of libcudart's (the program's definition comes first): every driver
+ * entry point is not found, so the cache runs as it does in a process without a driver.
+ */
+extern "C" cudaError_t cudaGetDriverEntryPointByVersion(char const* /*symbol*/,
+                                                        void** function,
+                                                        unsigned int /*version*/,
+                                                        unsigned long long /*flags*/,
+                                                        cudaDriverEntryPointQueryResult* status)
+{
+  *function = nullptr;
+  if (status != nullptr) { *status = cudaDriverEntryPointSymbolNotFound; }
+  return cudaSuccess;
+}
 
 int main(int argc, char** argv)
 {

@@ -127,10 +127,10 @@ class alignas(64) segment_cache_state final
 
   /**
    * @brief Gives back every idle segment a fence proves free, and those of the legacy stream of
-   * the destroying thread's context on that stream (its order proves them); the rest stays
-   * allocated. In a forked child whose parent had a thread inside the cache at the fork, the lock
-   * is never released (that thread does not exist in the child) and what it guards may be half
-   * changed: the cache's host bookkeeping is then left as it is, instead of waiting for ever.
+   * the destroying thread's context, if it has one, on that stream (its order proves them); the
+   * rest stays allocated. In a forked child whose parent had a thread inside the cache at the fork,
+   * the lock is never released (that thread does not exist in the child) and what it guards may be
+   * half changed: the cache's host bookkeeping is then left as it is, instead of waiting for ever.
    */
   ~segment_cache_state()
   {
@@ -138,8 +138,10 @@ class alignas(64) segment_cache_state final
     if (auto const lock = lock_unless_orphaned(mutex); lock.owns_lock()) {
       if (!unloading) {
         // The legacy stream is one stream for every thread of a context, so it is this thread's
-        // too; a stream the program made may be gone, and is not asked.
-        bool const legacy_eager    = stream_is_eager(cudaStreamLegacy);
+        // too; a stream the program made may be gone, and is not asked. A thread without a
+        // current context has no legacy stream: asking the driver of one would only fail.
+        bool const legacy_eager =
+          current_context_or_null() != nullptr && stream_is_eager(cudaStreamLegacy);
         std::uint64_t const legacy = legacy_eager ? stream_lane(cudaStreamLegacy) : 0;
         release_idle_locked(legacy != 0 ? cudaStreamLegacy : nullptr, legacy, 0);
       }

@@ -267,6 +267,13 @@ stream* resolve(CUstream h, char const* call)
 {
   world& w     = the();
   auto const v = reinterpret_cast<std::uintptr_t>(h);
+  if ((v == 0 || v == 1 || v == 2) && current_ctx() == no_context) {
+    if (!by_user()) {
+      w.violation(std::string{call} + " of the legacy or per-thread stream on a thread without a " +
+                  "current context");
+    }
+    return nullptr;
+  }
   if (v == 0 || v == 1) {
     auto& s = w.legacy[current_ctx()];
     if (s == nullptr) { s = w.make_stream(current_ctx(), true); }
@@ -371,6 +378,10 @@ template <class Answer>
 CUresult ask(CUstream h, char const* call, question q, Answer&& answer)
 {
   ENTER(call);
+  if (current_ctx() == no_context && reinterpret_cast<std::uintptr_t>(h) <= 2) {
+    (void)resolve(h, call);  // the violation
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
   if (q == question::of_capture && is_legacy(h) && blocking_capture_in(current_ctx())) {
     return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;  // answered without harm to the capture
   }
@@ -445,7 +456,7 @@ CUresult stream_get_ctx(CUstream h, CUcontext* c)
 
 CUresult ctx_get_current(CUcontext* c)
 {
-  *c = ctx_handle(current_ctx());
+  *c = current_ctx() == no_context ? nullptr : ctx_handle(current_ctx());
   return CUDA_SUCCESS;
 }
 
@@ -467,7 +478,10 @@ bool usable_context(int c, char const* call)
 
 CUresult ctx_set_current(CUcontext c)
 {
-  if (c == nullptr) { return CUDA_SUCCESS; }
+  if (c == nullptr) {
+    ctx_stack.back() = no_context;
+    return CUDA_SUCCESS;
+  }
   if (!usable_context(ctx_of(c), "cuCtxSetCurrent")) { return CUDA_ERROR_CONTEXT_IS_DESTROYED; }
   ctx_stack.back() = ctx_of(c);
   return CUDA_SUCCESS;
@@ -491,6 +505,7 @@ CUresult ctx_pop_current(CUcontext* c)
 CUresult ctx_get_device(CUdevice* d)
 {
   ENTER("cuCtxGetDevice");
+  if (current_ctx() == no_context) { return CUDA_ERROR_INVALID_CONTEXT; }
   *d = the().contexts[static_cast<std::size_t>(current_ctx())].device;
   return CUDA_SUCCESS;
 }

@@ -191,6 +191,9 @@ world& the();
 /** The calling thread's stack of current contexts (index into `world::contexts`). */
 extern thread_local std::vector<int> ctx_stack;
 
+/** In `ctx_stack`: the thread has no current context (`cuCtxSetCurrent(nullptr)`). */
+inline constexpr int no_context = -1;
+
 int current_ctx();
 CUcontext ctx_handle(int c);
 int ctx_of(CUcontext h);
