@@ -169,7 +169,9 @@ if args.way == "native":
     result["peak_reserved_bytes"] = torch.cuda.max_memory_reserved()
 elif args.way != "floor":  # the pluggable route has no device statistics (nor has the floor)
     result["peak_allocated_bytes"] = rmm_next.statistics(0)["allocated_bytes_high"]
-    result["peak_reserved_bytes"] = rmm_next.pool_attributes(0)["reserved_mem_high"]
+    pool = rmm_next.pool_attributes(0)
+    result["peak_reserved_bytes"] = pool["reserved_mem_high"]
+    result["pool_used_high_bytes"] = pool["used_mem_high"]  # under the cache: what it held
     if args.way in ("segments", "timed"):
         result["segment_cache"] = rmm_next.segment_cache_statistics(0)
 if args.breakdown > 0:
