@@ -15,6 +15,7 @@
 #include "support/kernels.cuh"
 #include "support/second_context.hpp"
 #include "support/stream_guard.hpp"
+#include "support/unknown_device.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/detail/stream.hpp>
@@ -650,6 +651,28 @@ TEST(SegmentCacheAdaptorGpu, SizesNearSizeMaxAndBadAlignmentsGetTypedErrorsAndTh
   segments.deallocate(stream, warm, 4096);
   segments.deallocate(stream, held, 4096);
   CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+// A device id past the visible ones: std::out_of_range naming the cache, the id and the count;
+// the upstream's pool keeps working under a cache of its own device.
+TEST(SegmentCacheAdaptorGpu, AnUnknownDeviceIsRefusedAndThePoolGoesOn)
+{
+  int count{};
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  rmm_next::async_device_resource pool = owned_pool();
+  rmm_next::test::expect_unknown_devices_refused(
+    [&](int device) { cache segments{pool, device}; }, "segment_cache_adaptor", count);
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  cache segments{pool, 0};
+  void* const p = segments.allocate(stream, 4096);
+  segments.deallocate(stream, p, 4096);
+  EXPECT_EQ(segments.allocate(stream, 4096), p) << "the freed block is not the next hit";
+  segments.deallocate(stream, p, 4096);
+  EXPECT_GT(pool.statistics().used_bytes, 0u);  // the cached segment
+  EXPECT_GT(segments.trim(stream), 0u);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  EXPECT_EQ(pool.statistics().used_bytes, 0u);
 }
 
 }  // namespace

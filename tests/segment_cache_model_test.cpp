@@ -23,6 +23,7 @@
 #include "support/forked_child.hpp"
 #include "support/model_pool.hpp"
 #include "support/parking_pool.hpp"
+#include "support/unknown_device.hpp"
 
 #include <rmm_next/detail/runtime_teardown.hpp>
 #include <rmm_next/error.hpp>
@@ -610,6 +611,38 @@ struct legacy_frees_past_the_fences {
   model::worker thread{0};
   std::uint64_t unproven_bytes{0};
 };
+
+// A device id the driver does not know (the model's driver has devices 0 and 1): the constructor
+// throws std::out_of_range naming the cache, the id and the visible devices, and retains no
+// primary context; a cache of a known device works after it.
+TEST(SegmentCacheModel, AnUnknownDeviceIsRefusedAndRetainsNothing)
+{
+  model_pool pool{std::size_t{64} << 20};
+  model::model_pool::state& ps = pool.get();
+  int const retained[2]        = {the().primary_retains[0], the().primary_retains[1]};
+  rmm_next::test::expect_unknown_devices_refused(
+    [&](int device) { rmm_next::segment_cache_adaptor<model_pool> cache{pool, device}; },
+    "segment_cache_adaptor",
+    2);
+  EXPECT_EQ(the().primary_retains[0], retained[0]);
+  EXPECT_EQ(the().primary_retains[1], retained[1]);
+  {
+    rmm_next::segment_cache_adaptor<model_pool> cache{pool, 0, keeping_every_idle_segment()};
+    model::worker thread{0};
+    thread.call([&] {
+      cuda::stream_ref const zero{cudaStream_t{}};
+      void* const p = cache.allocate(zero, 4096);
+      EXPECT_NE(p, nullptr);
+      EXPECT_GT(ps.in_use, 0u);
+      cache.deallocate(zero, p, 4096);
+      EXPECT_EQ(cache.allocate(zero, 4096), p) << "the freed block is not the next hit";
+      cache.deallocate(zero, p, 4096);
+      (void)cache.trim(zero);
+    });
+  }
+  EXPECT_EQ(ps.in_use, 0u);
+  model::report_violations(0);
+}
 
 // A cache destroyed on a thread of the legacy stream's context, after frees on that stream that no
 // fence covers yet: the legacy stream's order proves them, so their segments go back to the pool

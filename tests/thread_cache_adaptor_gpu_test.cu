@@ -13,6 +13,7 @@
 #include "support/kernels.cuh"
 #include "support/second_context.hpp"
 #include "support/stream_guard.hpp"
+#include "support/unknown_device.hpp"
 
 #include <rmm_next/async_device_resource.hpp>
 #include <rmm_next/error.hpp>
@@ -611,6 +612,31 @@ TEST(ThreadCacheAdaptorGpu, AllocatingSizeMaxThrowsOutOfMemoryWithOrWithoutCaps)
     }
   }
   CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+// A device id past the visible ones: std::out_of_range naming the adaptor, the id and the count;
+// the upstream's pool keeps working under an adaptor of its own device.
+TEST(ThreadCacheAdaptorGpu, AnUnknownDeviceIsRefusedAndThePoolGoesOn)
+{
+  int count{};
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  async_device_resource pool = owned_pool();
+  rmm_next::test::expect_unknown_devices_refused(
+    [&](int device) { thread_cache_adaptor<async_device_resource> cache{pool, device}; },
+    "thread_cache_adaptor",
+    count);
+  stream_guard guard;
+  cudaStream_t const stream = guard;
+  mismatch_counter mismatches;
+  thread_cache_adaptor<async_device_resource> cache{pool, 0};
+  void* const p = cache.allocate(stream, 40000);
+  fill(p, 40000, 5, stream);
+  cache.deallocate(stream, p, 40000);
+  void* const q = cache.allocate(stream, 40000);
+  EXPECT_EQ(q, p) << "the freed block is not the next hit";
+  check(q, 40000, 5, stream, mismatches.get());
+  cache.deallocate(stream, q, 40000);
+  EXPECT_EQ(mismatches.read(), 0u);
 }
 
 int stress_iterations()

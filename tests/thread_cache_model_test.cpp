@@ -18,6 +18,7 @@
 #include "support/driver_model.hpp"
 #include "support/model_pool.hpp"
 #include "support/parking_pool.hpp"
+#include "support/unknown_device.hpp"
 
 #include <rmm_next/detail/cccl.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
@@ -496,6 +497,35 @@ TEST(ThreadCacheModel, AnAdaptorKeepsThePrimaryContextOfItsReleaseStreamUntilItG
     EXPECT_EQ(cache.flush(), 4096u);
   }
   EXPECT_FALSE(model::primary_active(0)) << "the adaptor kept the context after it went";
+  EXPECT_TRUE(the().violations.empty()) << the().violations.front();
+}
+
+// A device id the driver does not know (the model's driver has devices 0 and 1): the constructor
+// throws std::out_of_range naming the adaptor, the id and the visible devices, and retains no
+// primary context; an adaptor of a known device works after it.
+TEST(ThreadCacheModel, AnUnknownDeviceIsRefusedAndRetainsNothing)
+{
+  the().violations.clear();  // this test's own, not those of a test before it
+  model::ctx_stack      = {0};
+  int const retained[2] = {the().primary_retains[0], the().primary_retains[1]};
+  rmm_next::test::expect_unknown_devices_refused(
+    [](int device) {
+      rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}},
+                                                            device};
+    },
+    "thread_cache_adaptor",
+    2);
+  EXPECT_EQ(the().primary_retains[0], retained[0]);
+  EXPECT_EQ(the().primary_retains[1], retained[1]);
+  {
+    rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}}, 0};
+    cuda::stream_ref const zero{cudaStream_t{}};
+    void* const p = cache.allocate(zero, 4096);
+    cache.deallocate(zero, p, 4096);
+    EXPECT_EQ(cache.allocate(zero, 4096), p) << "the freed block is not the next hit";
+    cache.deallocate(zero, p, 4096);
+    EXPECT_EQ(cache.flush(), 4096u);
+  }
   EXPECT_TRUE(the().violations.empty()) << the().violations.front();
 }
 

@@ -113,6 +113,7 @@ class alignas(64) segment_cache_state final
   segment_cache_state(Upstream upstream, segment_cache_options const& options, int device)
     : options_{options}, upstream_{std::move(upstream)}, device_{device}
   {
+    require_known_device(device_, "segment_cache_adaptor");
     if (options_.fence_interval == 0) { options_.fence_interval = 1; }
     if (!(options_.max_idle_fraction >= 0.0)) {  // negative, or NaN
       throw_error<std::invalid_argument>(
@@ -873,6 +874,7 @@ class segment_cache_adaptor
   /**
    * @brief Caches in front of `upstream`, an upstream of `device`, with `options`.
    * @throws std::invalid_argument if `options.max_idle_fraction` is negative or not a number.
+   * @throws std::out_of_range if `device` is not one of the driver's devices.
    */
   template <detail::upstream_argument<segment_cache_adaptor, Upstream> Arg = Upstream>
   segment_cache_adaptor(Arg&& upstream, int device, segment_cache_options const& options = {})

@@ -111,6 +111,7 @@ class thread_cache_state final : public cache_backend {
       max_block_size_{std::min(options.max_block_size, largest_cacheable_block)},
       registry_{std::make_shared<cache_registry>(this, limits_of(options))}
   {
+    require_known_device(device_, "thread_cache_adaptor");
     std::lock_guard lock{release_mutex_};
     (void)release_stream();  // now, before any capture; again at the first release if refused
   }
@@ -371,6 +372,7 @@ class thread_cache_adaptor
    * @brief Caches in front of `upstream`, an upstream of device `device` (for refs, which do not
    * say their device), with the limits of `options`.
    * @throws std::invalid_argument if `options.max_streams_per_thread` or `fence_interval` is 0.
+   * @throws std::out_of_range if `device` is not one of the driver's devices.
    */
   template <detail::upstream_argument<thread_cache_adaptor, Upstream> Arg = Upstream>
   thread_cache_adaptor(Arg&& upstream, int device, thread_cache_options const& options = {})

@@ -527,6 +527,12 @@ CUresult device_get(CUdevice* d, int ordinal)
   return ordinal >= 0 && ordinal < 2 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
+CUresult device_get_count(int* count)
+{
+  *count = 2;
+  return CUDA_SUCCESS;
+}
+
 /** The index of `d`'s primary context. */
 int primary_of(CUdevice d) { return d == 0 ? 0 : 2; }
 
@@ -1156,6 +1162,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(char const* symbol,
     {"cuCtxPopCurrent", reinterpret_cast<void*>(&model::ctx_pop_current)},
     {"cuCtxSynchronize", reinterpret_cast<void*>(&model::ctx_synchronize)},
     {"cuDeviceGet", reinterpret_cast<void*>(&model::device_get)},
+    {"cuDeviceGetCount", reinterpret_cast<void*>(&model::device_get_count)},
     {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&model::primary_retain)},
     {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&model::primary_release)},
     {"cuDevicePrimaryCtxGetState", reinterpret_cast<void*>(&model::primary_state)},

@@ -61,6 +61,7 @@ struct driver_api {
   CUresult (*ctx_pop_current)(CUcontext*)                          = nullptr;
   CUresult (*ctx_synchronize)()                                    = nullptr;
   CUresult (*device_get)(CUdevice*, int)                           = nullptr;
+  CUresult (*device_get_count)(int*)                               = nullptr;
   CUresult (*primary_ctx_retain)(CUcontext*, CUdevice)             = nullptr;
   CUresult (*primary_ctx_release)(CUdevice)                        = nullptr;
   CUresult (*primary_ctx_get_state)(CUdevice, unsigned int*, int*) = nullptr;
@@ -153,6 +154,7 @@ void resolve_driver_entry_point(char const* name, int version, Fn& fn) noexcept
     resolve_driver_entry_point("cuCtxPopCurrent", 4000, a.ctx_pop_current);
     resolve_driver_entry_point("cuCtxSynchronize", 2000, a.ctx_synchronize);
     resolve_driver_entry_point("cuDeviceGet", 2000, a.device_get);
+    resolve_driver_entry_point("cuDeviceGetCount", 2000, a.device_get_count);
     resolve_driver_entry_point("cuDevicePrimaryCtxRetain", 7000, a.primary_ctx_retain);
     resolve_driver_entry_point("cuDevicePrimaryCtxRelease", 11000, a.primary_ctx_release);
     resolve_driver_entry_point("cuDevicePrimaryCtxGetState", 7000, a.primary_ctx_get_state);

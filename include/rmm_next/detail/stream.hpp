@@ -9,6 +9,7 @@
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
 #include <rmm_next/detail/runtime_teardown.hpp>
+#include <rmm_next/detail/throw_error.hpp>
 
 #include <cuda.h>  // types only
 #include <cuda_runtime_api.h>
@@ -17,6 +18,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -547,6 +551,27 @@ class primary_context_hold {
   CUdevice device_{};
   bool held_{false};
 };
+
+/**
+ * @brief Refuses a device id the driver does not know, for a cache made for device `device`:
+ * `std::out_of_range` naming `what` (the cache), the id and the visible devices' count. A
+ * negative id (no device) and a process without a driver pass: there the cache needs no device.
+ */
+inline void require_known_device(int device, std::string_view what)
+{
+  driver_api const& api = driver();
+  CUdevice dev{};
+  if (device < 0 || api.device_get == nullptr ||
+      api.device_get(&dev, device) != CUDA_ERROR_INVALID_DEVICE) {
+    return;
+  }
+  int count{};
+  if (api.device_get_count != nullptr && api.device_get_count(&count) == CUDA_SUCCESS) {
+    throw_device_out_of_range(device, count, what);
+  }
+  throw_error<std::out_of_range>(
+    what, "device id " + std::to_string(device) + " is not a device of this process's driver");
+}
 
 /**
  * @brief A new non-blocking stream of `device`'s primary context, made in relaxed capture mode
