@@ -14,6 +14,7 @@
 #include "support/fake_cuda_runtime.hpp"
 
 #include <rmm_next/allocator_plugin.h>
+#include <rmm_next/detail/driver_api.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -24,7 +25,9 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -248,6 +251,69 @@ rmm_next_segment_cache_statistics segment_statistics()
   rmm_next_segment_cache_statistics s{};
   EXPECT_EQ(rmm_next_get_segment_cache_statistics(0, &s), 0) << rmm_next_last_error();
   return s;
+}
+
+// A thread that has made no runtime call has no current context: the driver cannot say whether a
+// default stream is captured there (CUDA_ERROR_INVALID_CONTEXT). A Python thread that drops the
+// last reference to a tensor is such a thread. Its free is done at once, in the block's device's
+// primary context, not held back as if a capture might hold the stream; an allocation there is
+// served as on any thread. The thread is left without a context, as it was.
+TEST(ThreadsWithoutAContext, FreesAndAllocationsOnTheLegacyStreamAreDoneAtOnce)
+{
+  cudaStream_t const legacy = cudaStreamLegacy;
+  void* const p             = rmm_next_torch_alloc(bytes, 0, legacy);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  rmm_next_statistics after_free{};
+  rmm_next_statistics after_pair{};
+  void* again         = nullptr;
+  CUcontext left_with = reinterpret_cast<CUcontext>(1);
+  std::thread{[&] {
+    fake::unbind_context_on_this_thread();
+    rmm_next_torch_free(p, bytes, 0, legacy);
+    EXPECT_EQ(rmm_next_get_statistics(0, &after_free), 0) << rmm_next_last_error();
+    again = rmm_next_torch_alloc(bytes, 0, legacy);
+    EXPECT_NE(again, nullptr) << rmm_next_last_error();
+    rmm_next_torch_free(again, bytes, 0, legacy);
+    EXPECT_EQ(rmm_next_get_statistics(0, &after_pair), 0) << rmm_next_last_error();
+    left_with = rmm_next::detail::current_context_or_null();
+  }}.join();
+  EXPECT_EQ(after_free.deferred_frees, 0U) << "held back as if the stream might be captured";
+  EXPECT_EQ(after_free.allocated_bytes, 0U);
+  EXPECT_EQ(after_pair.deferred_frees, 0U);
+  EXPECT_EQ(after_pair.allocated_bytes, 0U);
+  EXPECT_EQ(left_with, nullptr) << "the thread is given back its state: no current context";
+}
+
+// The same under the segment cache: on the thread without a context, every call (not only the
+// first) is served by the cache, as on any thread, and the block freed there comes back.
+TEST(ThreadsWithoutAContext, TheSegmentCacheServesEveryCallOfSuchAThread)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  cudaStream_t const legacy                   = cudaStreamLegacy;
+  rmm_next_segment_cache_statistics const st0 = segment_statistics();
+  void* const p                               = rmm_next_torch_alloc(bytes, 0, legacy);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  rmm_next_statistics seen{};
+  std::vector<void*> handed;
+  std::thread{[&] {
+    fake::unbind_context_on_this_thread();
+    rmm_next_torch_free(p, bytes, 0, legacy);
+    for (int i = 0; i < 3; ++i) {
+      void* const q = rmm_next_torch_alloc(bytes, 0, legacy);
+      handed.push_back(q);
+      rmm_next_torch_free(q, bytes, 0, legacy);
+    }
+    EXPECT_EQ(rmm_next_get_statistics(0, &seen), 0) << rmm_next_last_error();
+    EXPECT_EQ(rmm_next::detail::current_context_or_null(), nullptr);
+  }}.join();
+  EXPECT_EQ(seen.deferred_frees, 0U);
+  EXPECT_EQ(seen.allocated_bytes, 0U);
+  EXPECT_EQ(handed, (std::vector<void*>{p, p, p})) << "the block freed there comes back there";
+  rmm_next_segment_cache_statistics const st = segment_statistics();
+  EXPECT_EQ(st.bypasses - st0.bypasses, 0U) << "a call of that thread went past the cache";
+  EXPECT_EQ(st.hits - st0.hits, 3U);
+  EXPECT_EQ(st.live_bytes, 0U);
+  ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
 }
 
 TEST(SegmentCache, FrameworkBlocksComeFromSegmentsAndIdleOnesGoBackPastTheBound)

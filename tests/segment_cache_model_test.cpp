@@ -675,6 +675,34 @@ TEST(SegmentCacheModel, DestroyingTheCacheOnAThreadWithoutAContextAsksNothingOfA
   model::report_violations(0);
 }
 
+// A thread that has made no runtime call has no current context: the driver cannot say whether the
+// legacy stream is captured there. A block another thread allocated on it, freed there, is free
+// again for that thread (not lost as if a capture held it), and the freeing thread is left without
+// a context, as it was.
+TEST(SegmentCacheModel, AFreeOnTheLegacyStreamFromAThreadWithoutAContextIsNotLost)
+{
+  cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+  cuda::stream_ref const legacy{cudaStreamLegacy};
+  model::worker owner{0};
+  model::worker other{0};
+  void* p = nullptr;
+  owner.call([&] { p = c.cache.allocate(legacy, 4096); });
+  other.call([&] {
+    ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(nullptr), CUDA_SUCCESS);
+    c.cache.deallocate(legacy, p, 4096);
+    EXPECT_EQ(rmm_next::detail::current_context_or_null(), nullptr);
+  });
+  rmm_next::segment_cache_statistics const st = c.cache.statistics();
+  EXPECT_EQ(st.lost_bytes, 0u);
+  EXPECT_EQ(st.graph_pending_bytes, 0u);
+  EXPECT_EQ(st.live_bytes, 0u);
+  void* q = nullptr;
+  owner.call([&] { q = c.cache.allocate(legacy, 4096); });
+  EXPECT_EQ(q, p) << "the block came back to its lane";
+  owner.call([&] { c.cache.deallocate(legacy, q, 4096); });
+  model::report_violations(0);
+}
+
 // A thread allocates and frees on its per-thread default stream, past the first frees (each
 // fenced) until the last ones are not, and exits with a kernel still using the last block. The
 // stream ends with the thread, so only its exit can fence those frees: after it, a trim from

@@ -104,15 +104,17 @@ def plugin(text):
     text = replace(text, '''  if (bytes == 0) { return nullptr; }
   rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
   counts_ref const counts = local_counts(st.counters, device);
-  capture_info const c    = detail::capture_of(stream);
-  void* const ptr         = vouching_for(
+  lent_context in_context;
+  capture_info const c = capture_in_context(stream, device, in_context);
+  void* const ptr      = vouching_for(
     stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });''',
                    f'''  if (bytes == 0) {{ return nullptr; }}
   unsigned long long const p0 = __rdtsc();
   rmm_next::detail::relaxed_capture_mode const relaxed{{needs_relaxing(st, device)}};
   counts_ref const counts = local_counts(st.counters, device);
   unsigned long long const p1 = __rdtsc();
-  capture_info const c    = detail::capture_of(stream);
+  lent_context in_context;
+  capture_info const c    = capture_in_context(stream, device, in_context);
   unsigned long long const p2 = __rdtsc();
   void* const ptr         = vouching_for(
     stream, c, [&] {{ return tracing_state().allocate(device, stream, bytes, alignment); }});
@@ -143,15 +145,17 @@ def plugin(text):
     unsigned long long q0;
     ~at_end() {{ {P}add(15, __rdtsc() - q0); {P}count(1); }}
   }} const end_{{q0}};''', w)
-    text = replace(text, '''  f.stream             = stream.value_or(f.record.stream);
-  capture_info const c = detail::capture_of(f.stream);
+    text = replace(text, '''  f.stream = stream.value_or(f.record.stream);
+  lent_context in_context;
+  capture_info const c = capture_in_context(f.stream, f.record.device, in_context);
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
   if (!c.capturing()) {
     // A recorded stream that another thread captures cannot be waited on until that capture ends.
     f.captured_user = user_captured_elsewhere(f.record.users, f.stream, c);
-  }''', f'''  f.stream             = stream.value_or(f.record.stream);
+  }''', f'''  f.stream = stream.value_or(f.record.stream);
   unsigned long long const q3 = __rdtsc();
-  capture_info const c = detail::capture_of(f.stream);
+  lent_context in_context;
+  capture_info const c = capture_in_context(f.stream, f.record.device, in_context);
   unsigned long long const q4 = __rdtsc();
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
   if (!c.capturing()) {{
@@ -203,9 +207,9 @@ def cache(text):
                    "  [[nodiscard]] std::uint64_t part_timers_released() const noexcept\n"
                    "  {\n    return released_segments_;\n  }\n", w)
     text = replace(text, '''    if (bytes == 0) { return nullptr; }
-    cudaStream_t const handle               = stream.get();''', '''    if (bytes == 0) { return nullptr; }
+    cudaStream_t const handle = stream.get();''', '''    if (bytes == 0) { return nullptr; }
     unsigned long long const h0 = __rdtsc();
-    cudaStream_t const handle               = stream.get();''', w)
+    cudaStream_t const handle = stream.get();''', w)
     text = replace(text, '''    auto& st = *state_;
     std::lock_guard const lock{st.mutex};
     if (void* ptr = st.take_cached(handle, lane, sizes)) {
@@ -242,10 +246,10 @@ def cache(text):
       {C}add(7, __rdtsc() - m3);''', w)
     text = replace(text, '''    cudaStream_t const handle = stream.get();
     auto& st                  = *state_;
-    detail::capture_info capture{};''', '''    unsigned long long const f0 = __rdtsc();
+    std::optional<detail::context_scope> in_context;  // as in allocate''', '''    unsigned long long const f0 = __rdtsc();
     cudaStream_t const handle = stream.get();
     auto& st                  = *state_;
-    detail::capture_info capture{};''', w)
+    std::optional<detail::context_scope> in_context;  // as in allocate''', w)
     text = replace(text, '''      std::lock_guard const lock{st.mutex};
       auto const live = st.find_live(ptr);
       if (live != st.live_end() && !capture.capturing()) {

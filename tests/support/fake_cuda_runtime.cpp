@@ -112,9 +112,23 @@ CUcontext context_of(int device, bool second)
                                      (second ? second_context_base : 1));
 }
 
+/** @brief See `unbind_context_on_this_thread`. */
+thread_local bool no_context_here = false;
+
+/** @brief True for the handles of a default stream, which name the current context's. */
+bool is_default_handle(CUstream stream)
+{
+  auto const h = reinterpret_cast<cudaStream_t>(stream);
+  return h == cudaStream_t{} || h == cudaStreamLegacy || h == cudaStreamPerThread;
+}
+
 CUresult ctx_get_current(CUcontext* context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (no_context_here) {
+    *context = nullptr;
+    return CUDA_SUCCESS;
+  }
   *context = context_of(fake().current_device, fake().second_context);
   return CUDA_SUCCESS;
 }
@@ -122,6 +136,7 @@ CUresult ctx_get_current(CUcontext* context)
 CUresult ctx_set_current(CUcontext context)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  no_context_here = context == nullptr;  // null unbinds the thread's context
   if (context != nullptr) {
     auto const address    = reinterpret_cast<std::uintptr_t>(context);
     bool const second     = address >= second_context_base;
@@ -286,6 +301,7 @@ CUresult thread_exchange_stream_capture_mode(CUstreamCaptureMode* mode)
 CUresult stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (no_context_here && is_default_handle(stream)) { return CUDA_ERROR_INVALID_CONTEXT; }
   stream_record const* s = mutable_stream_of(stream);
   *status                = s != nullptr && s->capture_id != 0 ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                               : CU_STREAM_CAPTURE_STATUS_NONE;
@@ -300,6 +316,7 @@ CUresult stream_get_capture_info(CUstream stream,
                                  std::size_t* count)
 {
   if (forked_child) { return CUDA_ERROR_NOT_INITIALIZED; }
+  if (no_context_here && is_default_handle(stream)) { return CUDA_ERROR_INVALID_CONTEXT; }
   stream_record const* s           = mutable_stream_of(stream);
   unsigned long long const capture = s != nullptr ? s->capture_id : 0;
   *status                          = capture == 0             ? CU_STREAM_CAPTURE_STATUS_NONE
@@ -665,6 +682,8 @@ void destroy_graph(unsigned long long capture)
 
 void destroy_second_context(int device) { fake().destroyed_second_contexts.push_back(device); }
 
+void unbind_context_on_this_thread() { no_context_here = true; }
+
 cudaStream_t make_stream(int device)
 {
   auto record    = std::make_unique<stream_record>();
@@ -726,6 +745,7 @@ cudaError_t cudaSetDevice(int device)
   if (!fc::valid_device(device)) { return cudaErrorInvalidDevice; }
   fc::fake().current_device = device;
   fc::fake().second_context = false;  // the runtime binds the device's primary context
+  fc::no_context_here       = false;
   return cudaSuccess;
 }
 

@@ -192,6 +192,14 @@ void destroy_graph(unsigned long long capture);
  */
 void destroy_second_context(int device);
 
+/**
+ * @brief The calling thread has no current context, as a thread that has made no runtime call yet:
+ * `cuCtxGetCurrent` answers null, and the capture questions about a default stream (0,
+ * `cudaStreamLegacy`, `cudaStreamPerThread`) fail with CUDA_ERROR_INVALID_CONTEXT, as the driver's
+ * do. `cudaSetDevice` and `cuCtxSetCurrent` (or `cuCtxPushCurrent`) with a context bind one again.
+ */
+void unbind_context_on_this_thread();
+
 /** @brief Pools the library created with `cudaMemPoolCreate`, and how many of them it destroyed. */
 int pools_created();
 int pools_destroyed();

@@ -315,6 +315,45 @@ inline capture_info capture_of(cudaStream_t stream) noexcept
 
 // ---- Contexts -------------------------------------------------------------------------------
 
+/** @brief What `thread_may_lack_context` knows of the calling thread. */
+struct thread_context_state {
+  bool had_one{false};  ///< seen with a context of its own
+  int lent{0};          ///< `context_lent` scopes alive: a caller made a context current
+};
+
+[[gnu::always_inline]] inline thread_context_state& this_thread_context() noexcept
+{
+  thread_local thread_context_state state{};
+  return state;
+}
+
+/**
+ * @brief True while the calling thread may have no current context: one that has made no runtime
+ * call yet (a Python thread dropping the last reference to a tensor). There the driver answers no
+ * question about a default stream (CUDA_ERROR_INVALID_CONTEXT), so a caller makes a context current
+ * first, and marks it with a `context_lent` scope. Asks `cuCtxGetCurrent` until the thread is first
+ * seen with a context of its own, then answers false from a thread-local flag: a context unbound
+ * after that (`cuCtxSetCurrent(nullptr)`) is not noticed, and the questions on that thread fail as
+ * they would without this check. False inside a `context_lent` scope.
+ */
+[[gnu::always_inline]] inline bool thread_may_lack_context() noexcept
+{
+  thread_context_state& t = this_thread_context();
+  if (t.had_one || t.lent != 0) { return false; }
+  t.had_one = current_context_or_null() != nullptr;
+  return !t.had_one;
+}
+
+/** @brief For its lifetime, the calling thread has a context its caller made current for a call:
+ * `thread_may_lack_context` answers false, and does not take it for the thread's own. */
+class context_lent {
+ public:
+  context_lent() noexcept { ++this_thread_context().lent; }
+  context_lent(context_lent const&)            = delete;
+  context_lent& operator=(context_lent const&) = delete;
+  ~context_lent() { --this_thread_context().lent; }
+};
+
 /** @brief Makes `context` current for its lifetime (nothing when it already is, or is null). */
 class context_scope {
  public:
