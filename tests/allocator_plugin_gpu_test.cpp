@@ -12,6 +12,7 @@
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/async_device_resource.hpp>
+#include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/per_device_resource.hpp>
 #include <rmm_next/resource_ref.hpp>
 #include <rmm_next/statistics_adaptor.hpp>
@@ -898,6 +899,44 @@ TEST_F(AllocatorPlugin, AForkedChildIsRefusedThePluginAndTheParentGoesOn)
   EXPECT_NE(again, nullptr) << rmm_next_last_error();
   EXPECT_EQ(cudaMemset(again, 0, bytes), cudaSuccess);
   rmm_next_vmm_free(again, bytes, 0, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// A fresh std::thread has no current context: PyTorch's free from a Python thread that drops the
+// last reference to a tensor. Its frees and allocations on the legacy stream are done at once and
+// served by the segment cache (not held back as if a capture might hold the stream, not sent past
+// the cache), and the thread is left without a context.
+TEST_F(AllocatorPlugin, AThreadWithoutAContextFreesAndAllocatesAtOnce)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  cudaStream_t const legacy                   = cudaStreamLegacy;
+  rmm_next_segment_cache_statistics const st0 = segment_statistics();
+  void* const p                               = rmm_next_torch_alloc(4096, 0, legacy);
+  ASSERT_NE(p, nullptr) << rmm_next_last_error();
+  rmm_next_statistics seen{};
+  std::vector<void*> handed;
+  bool had_context  = true;
+  bool left_context = true;
+  std::thread{[&] {
+    had_context = rmm_next::detail::current_context_or_null() != nullptr;
+    rmm_next_torch_free(p, 4096, 0, legacy);
+    for (int i = 0; i < 3; ++i) {
+      void* const q = rmm_next_torch_alloc(4096, 0, legacy);
+      handed.push_back(q);
+      rmm_next_torch_free(q, 4096, 0, legacy);
+    }
+    EXPECT_EQ(rmm_next_get_statistics(0, &seen), 0) << rmm_next_last_error();
+    left_context = rmm_next::detail::current_context_or_null() != nullptr;
+  }}.join();
+  EXPECT_FALSE(had_context) << "the thread had a context: the test proves nothing";
+  EXPECT_FALSE(left_context);
+  EXPECT_EQ(seen.deferred_frees, 0U);
+  EXPECT_EQ(seen.allocated_bytes, 0U);
+  EXPECT_EQ(handed, (std::vector<void*>{p, p, p}));
+  rmm_next_segment_cache_statistics const st = segment_statistics();
+  EXPECT_EQ(st.bypasses - st0.bypasses, 0U);
+  EXPECT_EQ(st.lost_bytes, 0U);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 

@@ -675,4 +675,44 @@ TEST(SegmentCacheAdaptorGpu, AnUnknownDeviceIsRefusedAndThePoolGoesOn)
   EXPECT_EQ(pool.statistics().used_bytes, 0u);
 }
 
+// A fresh std::thread has made no runtime call: it has no current context, and the driver answers
+// nothing about the legacy stream there. A block the main thread allocated on the legacy stream,
+// freed on such a thread, is free again for the main thread's next allocation (not lost); an
+// allocation and free there are a hit and a free of the cache like any thread's; the thread is
+// left without a context.
+TEST(SegmentCacheAdaptorGpu, AThreadWithoutAContextFreesAndAllocatesOnTheLegacyStream)
+{
+  rmm_next::async_device_resource pool = owned_pool();
+  cache segments{pool, 0};
+  cuda::stream_ref const legacy{cudaStreamLegacy};
+  void* const p = segments.allocate(legacy, 4096);
+  CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+  CUcontext before = reinterpret_cast<CUcontext>(1);
+  CUcontext after  = reinterpret_cast<CUcontext>(1);
+  void* there      = nullptr;
+  std::thread{[&] {
+    before = rmm_next::detail::current_context_or_null();
+    segments.deallocate(legacy, p, 4096);
+    there = segments.allocate(legacy, 4096);
+    segments.deallocate(legacy, there, 4096);
+    after = rmm_next::detail::current_context_or_null();
+  }}.join();
+  EXPECT_EQ(before, nullptr) << "the thread had a context: the test proves nothing";
+  EXPECT_EQ(after, nullptr) << "the thread was left with a context";
+  EXPECT_EQ(there, p) << "the block freed there was not the next hit there";
+  rmm_next::segment_cache_statistics const st = segments.statistics();
+  EXPECT_EQ(st.lost_bytes, 0u);
+  EXPECT_EQ(st.live_bytes, 0u);
+  EXPECT_EQ(st.bypasses, 0u);
+  EXPECT_EQ(st.hits, 1u);
+  void* const q = segments.allocate(legacy, 4096);
+  EXPECT_EQ(q, p) << "the block did not come back to the main thread";
+  mismatch_counter mismatches;
+  fill(q, 4096, 7, cudaStreamLegacy);
+  check(q, 4096, 7, cudaStreamLegacy, mismatches.get());
+  segments.deallocate(legacy, q, 4096);
+  CHECK_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+  EXPECT_EQ(mismatches.read(), 0u);
+}
+
 }  // namespace
