@@ -104,8 +104,10 @@ def plugin(text):
     text = replace(text, '''  if (bytes == 0) { return nullptr; }
   rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
   counts_ref const counts = local_counts(st.counters, device);
-  lent_context in_context;
-  capture_info const c = capture_in_context(stream, device, in_context);
+  // On a thread with no context yet, the driver answers nothing about a default stream: it would
+  // be taken for one a capture may hold, and the allocation sent past the caches.
+  detail::default_stream_context const in_context{stream, device};
+  capture_info const c = detail::capture_of(stream);
   void* const ptr      = vouching_for(
     stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });''',
                    f'''  if (bytes == 0) {{ return nullptr; }}
@@ -113,8 +115,8 @@ def plugin(text):
   rmm_next::detail::relaxed_capture_mode const relaxed{{needs_relaxing(st, device)}};
   counts_ref const counts = local_counts(st.counters, device);
   unsigned long long const p1 = __rdtsc();
-  lent_context in_context;
-  capture_info const c    = capture_in_context(stream, device, in_context);
+  detail::default_stream_context const in_context{{stream, device}};
+  capture_info const c    = detail::capture_of(stream);
   unsigned long long const p2 = __rdtsc();
   void* const ptr         = vouching_for(
     stream, c, [&] {{ return tracing_state().allocate(device, stream, bytes, alignment); }});
@@ -146,16 +148,16 @@ def plugin(text):
     ~at_end() {{ {P}add(15, __rdtsc() - q0); {P}count(1); }}
   }} const end_{{q0}};''', w)
     text = replace(text, '''  f.stream = stream.value_or(f.record.stream);
-  lent_context in_context;
-  capture_info const c = capture_in_context(f.stream, f.record.device, in_context);
+  detail::default_stream_context const in_context{f.stream, f.record.device};  // as in allocate
+  capture_info const c = detail::capture_of(f.stream);
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
   if (!c.capturing()) {
     // A recorded stream that another thread captures cannot be waited on until that capture ends.
     f.captured_user = user_captured_elsewhere(f.record.users, f.stream, c);
   }''', f'''  f.stream = stream.value_or(f.record.stream);
   unsigned long long const q3 = __rdtsc();
-  lent_context in_context;
-  capture_info const c = capture_in_context(f.stream, f.record.device, in_context);
+  detail::default_stream_context const in_context{{f.stream, f.record.device}};  // as in allocate
+  capture_info const c = detail::capture_of(f.stream);
   unsigned long long const q4 = __rdtsc();
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
   if (!c.capturing()) {{
@@ -246,10 +248,10 @@ def cache(text):
       {C}add(7, __rdtsc() - m3);''', w)
     text = replace(text, '''    cudaStream_t const handle = stream.get();
     auto& st                  = *state_;
-    std::optional<detail::context_scope> in_context;  // as in allocate''', '''    unsigned long long const f0 = __rdtsc();
+    detail::default_stream_context const in_context{handle, st.device()};''', '''    unsigned long long const f0 = __rdtsc();
     cudaStream_t const handle = stream.get();
     auto& st                  = *state_;
-    std::optional<detail::context_scope> in_context;  // as in allocate''', w)
+    detail::default_stream_context const in_context{handle, st.device()};''', w)
     text = replace(text, '''      std::lock_guard const lock{st.mutex};
       auto const live = st.find_live(ptr);
       if (live != st.live_end() && !capture.capturing()) {

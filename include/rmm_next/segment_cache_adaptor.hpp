@@ -36,7 +36,6 @@
 #include <memory>
 #include <mutex>
 #include <new>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -168,8 +167,6 @@ class alignas(64) segment_cache_state final
   [[nodiscard]] Upstream& upstream() noexcept { return upstream_; }
   [[nodiscard]] Upstream const& upstream() const noexcept { return upstream_; }
   [[nodiscard]] int device() const noexcept { return device_; }
-  /** @brief The device's primary context, retained while the cache lives. */
-  [[nodiscard]] CUcontext primary() const noexcept { return primary_; }
   [[nodiscard]] segment_cache_options const& options() const noexcept { return options_; }
 
   /** @brief A cached block of `sizes.block` bytes for `lane` on eager `stream`, or nullptr. */
@@ -901,14 +898,7 @@ class segment_cache_adaptor
   {
     if (bytes == 0) { return nullptr; }
     cudaStream_t const handle = stream.get();
-    // A default stream on a thread with no context yet: the device's primary context, as the
-    // runtime's first call would make current (the thread is left without one after).
-    std::optional<detail::context_scope> in_context;
-    std::optional<detail::context_lent> lent;
-    if (detail::is_default_stream(handle) && detail::thread_may_lack_context()) {
-      in_context.emplace(state_->primary());
-      lent.emplace();
-    }
+    detail::default_stream_context const in_context{handle, state_->device()};
     detail::segment_cache_sizes const sizes = detail::segment_cache_sizes_of(bytes);
     // Capture first: asking a capturing stream for its lane would invalidate the capture.
     if (sizes.block == 0 || !detail::is_valid_alignment(alignment) ||
@@ -966,12 +956,7 @@ class segment_cache_adaptor
     if (ptr == nullptr || detail::runtime_unloading().load(std::memory_order_relaxed)) { return; }
     cudaStream_t const handle = stream.get();
     auto& st                  = *state_;
-    std::optional<detail::context_scope> in_context;  // as in allocate
-    std::optional<detail::context_lent> lent;
-    if (detail::is_default_stream(handle) && detail::thread_may_lack_context()) {
-      in_context.emplace(st.primary());
-      lent.emplace();
-    }
+    detail::default_stream_context const in_context{handle, st.device()};
     detail::capture_info capture{};
     if (!detail::stream_is_eager(handle)) {
       capture = detail::capture_of(handle);

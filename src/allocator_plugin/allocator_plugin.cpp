@@ -363,38 +363,16 @@ bool needs_relaxing(plugin_state& st, int device)
          get_per_device_resource_ref(device) != device_async_resource_ref{*top};
 }
 
-/** @brief A context `capture_in_context` made current for one call, and its mark. */
-struct lent_context {
-  std::optional<detail::device_guard> guard;
-  std::optional<detail::context_lent> mark;
-};
-
-/**
- * @brief `detail::capture_of(stream)`, asked where the driver can answer it. On a thread with no
- * current context yet (one that has made no runtime call: a Python thread dropping the last
- * reference to a tensor), the driver answers nothing about a default stream
- * (CUDA_ERROR_INVALID_CONTEXT), and the stream would be taken for one a capture may hold: a free
- * held back, an allocation past the caches. `device`'s primary context is then made current in
- * `in_context`, as the runtime's first call on the thread would; when `in_context` goes, the thread
- * is left without a context, as it was.
- */
-capture_info capture_in_context(cudaStream_t stream, int device, lent_context& in_context) noexcept
-{
-  if (detail::is_default_stream(stream) && detail::thread_may_lack_context()) {
-    in_context.guard.emplace(device, detail::primary_context, std::nothrow);
-    in_context.mark.emplace();
-  }
-  return detail::capture_of(stream);
-}
-
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
 void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (bytes == 0) { return nullptr; }
   rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
   counts_ref const counts = local_counts(st.counters, device);
-  lent_context in_context;
-  capture_info const c = capture_in_context(stream, device, in_context);
+  // On a thread with no context yet, the driver answers nothing about a default stream: it would
+  // be taken for one a capture may hold, and the allocation sent past the caches.
+  detail::default_stream_context const in_context{stream, device};
+  capture_info const c = detail::capture_of(stream);
   void* const ptr      = vouching_for(
     stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });
   allocation_record record{.bytes   = bytes,
@@ -512,8 +490,8 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
   rmm_next::detail::relaxed_capture_mode const relaxed{!f.record.users.empty() ||
                                                        needs_relaxing(st, f.record.device)};
   f.stream = stream.value_or(f.record.stream);
-  lent_context in_context;
-  capture_info const c = capture_in_context(f.stream, f.record.device, in_context);
+  detail::default_stream_context const in_context{f.stream, f.record.device};  // as in allocate
+  capture_info const c = detail::capture_of(f.stream);
   bool const graph_own = c.status == capture_status::active && f.record.capture == c.id;
   if (!c.capturing()) {
     // A recorded stream that another thread captures cannot be waited on until that capture ends.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <rmm_next/detail/capture_mode.hpp>
+#include <rmm_next/detail/device_guard.hpp>
 #include <rmm_next/detail/device_id.hpp>
 #include <rmm_next/detail/driver_api.hpp>
 #include <rmm_next/detail/export.hpp>
@@ -318,7 +319,7 @@ inline capture_info capture_of(cudaStream_t stream) noexcept
 /** @brief What `thread_may_lack_context` knows of the calling thread. */
 struct thread_context_state {
   bool had_one{false};  ///< seen with a context of its own
-  int lent{0};          ///< `context_lent` scopes alive: a caller made a context current
+  int lent{0};          ///< `default_stream_context` scopes alive that made a context current
 };
 
 [[gnu::always_inline]] inline thread_context_state& this_thread_context() noexcept
@@ -330,11 +331,11 @@ struct thread_context_state {
 /**
  * @brief True while the calling thread may have no current context: one that has made no runtime
  * call yet (a Python thread dropping the last reference to a tensor). There the driver answers no
- * question about a default stream (CUDA_ERROR_INVALID_CONTEXT), so a caller makes a context current
- * first, and marks it with a `context_lent` scope. Asks `cuCtxGetCurrent` until the thread is first
- * seen with a context of its own, then answers false from a thread-local flag: a context unbound
- * after that (`cuCtxSetCurrent(nullptr)`) is not noticed, and the questions on that thread fail as
- * they would without this check. False inside a `context_lent` scope.
+ * question about a default stream (CUDA_ERROR_INVALID_CONTEXT). Asks `cuCtxGetCurrent` until the
+ * thread is first seen with a context of its own, then answers false from a thread-local flag: a
+ * context unbound after that (`cuCtxSetCurrent(nullptr)`) is not noticed, and the questions on
+ * that thread fail as they would without this check. False inside a `default_stream_context` that
+ * made a context current.
  */
 [[gnu::always_inline]] inline bool thread_may_lack_context() noexcept
 {
@@ -344,14 +345,32 @@ struct thread_context_state {
   return !t.had_one;
 }
 
-/** @brief For its lifetime, the calling thread has a context its caller made current for a call:
- * `thread_may_lack_context` answers false, and does not take it for the thread's own. */
-class context_lent {
+/**
+ * @brief For its lifetime, `device`'s primary context is current on a thread that had no context,
+ * when `stream` is a default stream (0, `cudaStreamLegacy`, `cudaStreamPerThread`): what the
+ * runtime's first call on the thread would make current, so that the driver can answer questions
+ * about that stream and order work on it. The thread is left without a context after. A nested
+ * scope on the same thread (a resource under the allocator plugin) finds the context current and
+ * does nothing. Elsewhere one thread-local read.
+ */
+class default_stream_context {
  public:
-  context_lent() noexcept { ++this_thread_context().lent; }
-  context_lent(context_lent const&)            = delete;
-  context_lent& operator=(context_lent const&) = delete;
-  ~context_lent() { --this_thread_context().lent; }
+  default_stream_context(cudaStream_t stream, int device) noexcept
+  {
+    if (is_default_stream(stream) && thread_may_lack_context()) {
+      guard_.emplace(device, primary_context, std::nothrow);
+      ++this_thread_context().lent;
+    }
+  }
+  default_stream_context(default_stream_context const&)            = delete;
+  default_stream_context& operator=(default_stream_context const&) = delete;
+  ~default_stream_context()
+  {
+    if (guard_) { --this_thread_context().lent; }
+  }
+
+ private:
+  std::optional<device_guard> guard_;
 };
 
 /** @brief Makes `context` current for its lifetime (nothing when it already is, or is null). */
