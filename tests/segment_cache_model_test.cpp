@@ -703,6 +703,43 @@ TEST(SegmentCacheModel, AFreeOnTheLegacyStreamFromAThreadWithoutAContextIsNotLos
   model::report_violations(0);
 }
 
+// The same beside another thread's capture of a made stream, in each mode: the thread without a
+// context frees and allocates on the legacy stream with the primary context lent for the call,
+// and the capture is not invalidated; nothing asks the driver what it cannot answer.
+TEST(SegmentCacheModel, AThreadWithoutAContextBesideACaptureInEveryModeHarmsNoCapture)
+{
+  cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+  cuda::stream_ref const legacy{cudaStreamLegacy};
+  model::worker owner{0};
+  model::worker capturing{0};
+  model::worker other{0};
+  model::stream* const s = made_stream();
+  for (int mode = 0; mode < 3; ++mode) {
+    SCOPED_TRACE(mode);
+    void* p = nullptr;
+    owner.call([&] { p = c.cache.allocate(legacy, 4096); });
+    capturing.call([&] {
+      std::lock_guard lock{the().mutex};
+      the().begin_capture(*s, static_cast<cudaStreamCaptureMode>(mode), capturing.id());
+    });
+    CUcontext left_with = reinterpret_cast<CUcontext>(1);
+    other.call([&] {
+      ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(nullptr), CUDA_SUCCESS);
+      c.cache.deallocate(legacy, p, 4096);
+      void* const q = c.cache.allocate(legacy, 4096);
+      c.cache.deallocate(legacy, q, 4096);
+      left_with = rmm_next::detail::current_context_or_null();
+    });
+    EXPECT_EQ(left_with, nullptr);
+    capturing.call([&] {
+      std::lock_guard lock{the().mutex};
+      EXPECT_NE(the().end_capture(*s), nullptr) << "the capture was invalidated";
+    });
+    EXPECT_EQ(c.cache.statistics().live_bytes, 0u);
+  }
+  model::report_violations(0);
+}
+
 // A thread allocates and frees on its per-thread default stream, past the first frees (each
 // fenced) until the last ones are not, and exits with a kernel still using the last block. The
 // stream ends with the thread, so only its exit can fence those frees: after it, a trim from
