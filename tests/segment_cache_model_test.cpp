@@ -740,6 +740,51 @@ TEST(SegmentCacheModel, AThreadWithoutAContextBesideACaptureInEveryModeHarmsNoCa
   model::report_violations(0);
 }
 
+// A block allocated on the legacy stream of a second context of the device (and used there), freed
+// by a thread without a context once the host has seen that work finish: the free runs in the
+// primary context lent for the call, and the second context's next allocation is ordered after
+// every use (the model checks each one), whether that context still lives or was destroyed and
+// its thread went back to the primary context.
+TEST(SegmentCacheModel, AThreadWithoutAContextFreesABlockOfASecondContextAlsoOneSinceDestroyed)
+{
+  for (bool const destroy : {false, true}) {
+    SCOPED_TRACE(destroy);
+    cache_over_pool c{std::size_t{256} << 20, keeping_every_idle_segment()};
+    cuda::stream_ref const legacy{cudaStreamLegacy};
+    int const second = the().create_context(0);
+    model::worker owner{second};
+    model::worker other{0};
+    void* p = nullptr;
+    owner.call([&] {
+      p = c.cache.allocate(legacy, 4096);
+      std::lock_guard lock{the().mutex};
+      model::stream& s = *model::resolve_on(cudaStreamLegacy);
+      model::enqueue(s);                       // a kernel uses the block
+      model::merge(the().completed, s.clock);  // and the host waits for it
+    });
+    if (destroy) {
+      owner.call([] { model::ctx_stack = {0}; });
+      std::lock_guard lock{the().mutex};
+      the().destroy_context(second);
+    }
+    CUcontext left_with = reinterpret_cast<CUcontext>(1);
+    other.call([&] {
+      ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(nullptr), CUDA_SUCCESS);
+      c.cache.deallocate(legacy, p, 4096);
+      left_with = rmm_next::detail::current_context_or_null();
+    });
+    EXPECT_EQ(left_with, nullptr);
+    EXPECT_EQ(c.cache.statistics().live_bytes, 0u);
+    owner.call([&] {
+      void* const q = c.cache.allocate(legacy, 4096);
+      ASSERT_NE(q, nullptr);
+      c.cache.deallocate(legacy, q, 4096);
+    });
+    EXPECT_EQ(c.cache.statistics().lost_bytes, 0u);
+  }
+  model::report_violations(0);
+}
+
 // A thread allocates and frees on its per-thread default stream, past the first frees (each
 // fenced) until the last ones are not, and exits with a kernel still using the last block. The
 // stream ends with the thread, so only its exit can fence those frees: after it, a trim from
