@@ -691,6 +691,10 @@ TEST(SegmentCacheModel, AFreeOnTheLegacyStreamFromAThreadWithoutAContextIsNotLos
     ASSERT_EQ(rmm_next::detail::driver().ctx_set_current(nullptr), CUDA_SUCCESS);
     c.cache.deallocate(legacy, p, 4096);
     EXPECT_EQ(rmm_next::detail::current_context_or_null(), nullptr);
+    // Sizes no segment can hold: refused there as anywhere, the thread again left without one.
+    EXPECT_THROW((void)c.cache.allocate(legacy, SIZE_MAX), rmm_next::out_of_memory);
+    EXPECT_THROW((void)c.cache.allocate(legacy, SIZE_MAX - 4095), rmm_next::out_of_memory);
+    EXPECT_EQ(rmm_next::detail::current_context_or_null(), nullptr);
   });
   rmm_next::segment_cache_statistics const st = c.cache.statistics();
   EXPECT_EQ(st.lost_bytes, 0u);
