@@ -614,16 +614,19 @@ struct legacy_frees_past_the_fences {
 
 // A device id the driver does not know (the model's driver has devices 0 and 1): the constructor
 // throws std::out_of_range naming the cache, the id and the visible devices, and retains no
-// primary context; a cache of a known device works after it.
+// primary context, without a driver call that fails; a cache of a known device works after it.
 TEST(SegmentCacheModel, AnUnknownDeviceIsRefusedAndRetainsNothing)
 {
   model_pool pool{std::size_t{64} << 20};
   model::model_pool::state& ps = pool.get();
   int const retained[2]        = {the().primary_retains[0], the().primary_retains[1]};
+  int const refused_before     = the().refused_device_gets;
   rmm_next::test::expect_unknown_devices_refused(
     [&](int device) { rmm_next::segment_cache_adaptor<model_pool> cache{pool, device}; },
     "segment_cache_adaptor",
     2);
+  EXPECT_EQ(the().refused_device_gets, refused_before)
+    << "an unknown id was refused by asking the driver for it, an error the driver reports";
   EXPECT_EQ(the().primary_retains[0], retained[0]);
   EXPECT_EQ(the().primary_retains[1], retained[1]);
   {

@@ -502,12 +502,13 @@ TEST(ThreadCacheModel, AnAdaptorKeepsThePrimaryContextOfItsReleaseStreamUntilItG
 
 // A device id the driver does not know (the model's driver has devices 0 and 1): the constructor
 // throws std::out_of_range naming the adaptor, the id and the visible devices, and retains no
-// primary context; an adaptor of a known device works after it.
+// primary context, without a driver call that fails; an adaptor of a known device works after it.
 TEST(ThreadCacheModel, AnUnknownDeviceIsRefusedAndRetainsNothing)
 {
   the().violations.clear();  // this test's own, not those of a test before it
-  model::ctx_stack      = {0};
-  int const retained[2] = {the().primary_retains[0], the().primary_retains[1]};
+  model::ctx_stack         = {0};
+  int const retained[2]    = {the().primary_retains[0], the().primary_retains[1]};
+  int const refused_before = the().refused_device_gets;
   rmm_next::test::expect_unknown_devices_refused(
     [](int device) {
       rmm_next::thread_cache_adaptor<deviceless_pool> cache{deviceless_pool{model_pool{1 << 20}},
@@ -515,6 +516,8 @@ TEST(ThreadCacheModel, AnUnknownDeviceIsRefusedAndRetainsNothing)
     },
     "thread_cache_adaptor",
     2);
+  EXPECT_EQ(the().refused_device_gets, refused_before)
+    << "an unknown id was refused by asking the driver for it, an error the driver reports";
   EXPECT_EQ(the().primary_retains[0], retained[0]);
   EXPECT_EQ(the().primary_retains[1], retained[1]);
   {

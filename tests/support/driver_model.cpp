@@ -524,7 +524,9 @@ CUresult ctx_synchronize()
 CUresult device_get(CUdevice* d, int ordinal)
 {
   *d = ordinal;
-  return ordinal >= 0 && ordinal < 2 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  if (ordinal >= 0 && ordinal < 2) { return CUDA_SUCCESS; }
+  ++the().refused_device_gets;
+  return CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult device_get_count(int* count)

@@ -144,6 +144,9 @@ struct world {
   // context nobody holds is destroyed at its last release, and made again at the next retain.
   int primary_retains[2]{0, 0};
   bool runtime_holds_primary[2]{true, true};
+  // cuDeviceGet calls refused for an ordinal the driver does not know: an error the driver
+  // reports, which tools that watch its errors (compute-sanitizer) count against the program.
+  int refused_device_gets{0};
 
   void violation(std::string what);
   bool any_capture() const;

@@ -617,15 +617,18 @@ class primary_context_hold {
  */
 inline void require_known_device(int device, std::string_view what)
 {
+  if (device < 0) { return; }
   driver_api const& api = driver();
-  CUdevice dev{};
-  if (device < 0 || api.device_get == nullptr ||
-      api.device_get(&dev, device) != CUDA_ERROR_INVALID_DEVICE) {
-    return;
-  }
+  // The count first: an id past it is refused without a failing driver call, which a tool that
+  // reports the driver's errors (compute-sanitizer) would count against the caller.
   int count{};
   if (api.device_get_count != nullptr && api.device_get_count(&count) == CUDA_SUCCESS) {
-    throw_device_out_of_range(device, count, what);
+    if (device >= count) { throw_device_out_of_range(device, count, what); }
+    return;
+  }
+  CUdevice dev{};
+  if (api.device_get == nullptr || api.device_get(&dev, device) != CUDA_ERROR_INVALID_DEVICE) {
+    return;
   }
   throw_error<std::out_of_range>(
     what, "device id " + std::to_string(device) + " is not a device of this process's driver");
