@@ -102,24 +102,30 @@ def plugin(text):
     text = replace(text, "#include <pthread.h>\n", "#include <pthread.h>\n" + PRELUDE + PLUGIN_TABLE, w)
     P = T + "plugin."
     text = replace(text, '''  if (bytes == 0) { return nullptr; }
-  rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
+  std::optional<device_async_resource_ref> direct = direct_resource(st, device);
+  rmm_next::detail::relaxed_capture_mode const relaxed{!direct};
   counts_ref const counts = local_counts(st.counters, device);
   // On a thread with no context yet, the driver answers nothing about a default stream: it would
   // be taken for one a capture may hold, and the allocation sent past the caches.
   detail::default_stream_context const in_context{stream, device};
   capture_info const c = detail::capture_of(stream);
-  void* const ptr      = vouching_for(
-    stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });''',
+  void* const ptr      = vouching_for(stream, c, [&] {
+    return direct ? direct->allocate(cuda::stream_ref{stream}, bytes, alignment)
+                       : tracing_state().allocate(device, stream, bytes, alignment);
+  });''',
                    f'''  if (bytes == 0) {{ return nullptr; }}
   unsigned long long const p0 = __rdtsc();
-  rmm_next::detail::relaxed_capture_mode const relaxed{{needs_relaxing(st, device)}};
+  std::optional<device_async_resource_ref> direct = direct_resource(st, device);
+  rmm_next::detail::relaxed_capture_mode const relaxed{{!direct}};
   counts_ref const counts = local_counts(st.counters, device);
   unsigned long long const p1 = __rdtsc();
   detail::default_stream_context const in_context{{stream, device}};
   capture_info const c    = detail::capture_of(stream);
   unsigned long long const p2 = __rdtsc();
-  void* const ptr         = vouching_for(
-    stream, c, [&] {{ return tracing_state().allocate(device, stream, bytes, alignment); }});
+  void* const ptr         = vouching_for(stream, c, [&] {{
+    return direct ? direct->allocate(cuda::stream_ref{{stream}}, bytes, alignment)
+                  : tracing_state().allocate(device, stream, bytes, alignment);
+  }});
   unsigned long long const p3 = __rdtsc();
   {P}add(1, p1 - p0); {P}add(2, p2 - p1); {P}add(3, p3 - p2);''', w)
     text = replace(text, '''  if (counts) {
@@ -166,13 +172,21 @@ def plugin(text):
   }}
   {P}add(8, q1 - q0); {P}add(9, q2 - q1); {P}add(10, q3 - q2); {P}add(11, q4 - q3);
   {P}add(12, __rdtsc() - q4);''', w)
-    text = replace(text, '''  tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+    text = replace(text, '''  if (direct) {
+    direct->deallocate(cuda::stream_ref{f.stream}, f.ptr, r.bytes, alignment);
+  } else {
+    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  }
   if (counts_ref const counts = local_counts(st.counters, r.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, r.bytes);
   }
   st.live_of(r.device).sub(static_cast<std::int64_t>(r.bytes));''', f'''  unsigned long long const r0 = __rdtsc();
-  tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  if (direct) {{
+    direct->deallocate(cuda::stream_ref{{f.stream}}, f.ptr, r.bytes, alignment);
+  }} else {{
+    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  }}
   unsigned long long const r1 = __rdtsc();
   if (counts_ref const counts = local_counts(st.counters, r.device)) {{
     bump(counts->deallocations);

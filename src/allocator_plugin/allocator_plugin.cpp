@@ -348,33 +348,39 @@ decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& c
 }
 
 /**
- * @brief Whether the calls into the resource of `device` need the thread in relaxed capture mode:
- * while another thread captures in global mode, the driver refuses a pool call from a thread in
- * global mode, on any stream, and invalidates that capture. Not when that resource is the
- * plugin's segment cache with no log or tracker in front: the cache makes its own upstream calls
- * in relaxed mode, and a hit or a free into it asks the driver only what every mode allows, so
- * the two mode exchanges a call would cost are saved. (A resource set from C++ by another thread
- * between this check and the call gets that one call unrelaxed.)
+ * @brief The resource of `device`, read once, when it is the plugin's segment cache with no log or
+ * tracker in front; else empty. A call goes straight to that resource, and without the thread in
+ * relaxed capture mode: the cache makes its own upstream calls in relaxed mode, and a hit or a
+ * free into it asks the driver only what every mode allows, so the two mode exchanges a call would
+ * cost are saved. Every other resource is called through `tracing_state()` in relaxed mode: while
+ * another thread captures in global mode, the driver refuses a pool call from a thread in global
+ * mode, on any stream, and invalidates that capture. (A resource set from C++ by another thread
+ * after this read gets that one call as the resource read before.)
  */
-bool needs_relaxing(plugin_state& st, int device)
+std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int device)
 {
   segment_adaptor* const top = st.slot(device).segment_cache_on_top();
-  return top == nullptr || tracing_state().in_front() ||
-         get_per_device_resource_ref(device) != device_async_resource_ref{*top};
+  if (top == nullptr || tracing_state().in_front()) { return std::nullopt; }
+  device_async_resource_ref const ref = get_per_device_resource_ref(device);
+  if (ref != device_async_resource_ref{*top}) { return std::nullopt; }
+  return ref;
 }
 
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
 void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cudaStream_t stream)
 {
   if (bytes == 0) { return nullptr; }
-  rmm_next::detail::relaxed_capture_mode const relaxed{needs_relaxing(st, device)};
+  std::optional<device_async_resource_ref> direct = direct_resource(st, device);
+  rmm_next::detail::relaxed_capture_mode const relaxed{!direct};
   counts_ref const counts = local_counts(st.counters, device);
   // On a thread with no context yet, the driver answers nothing about a default stream: it would
   // be taken for one a capture may hold, and the allocation sent past the caches.
   detail::default_stream_context const in_context{stream, device};
   capture_info const c = detail::capture_of(stream);
-  void* const ptr      = vouching_for(
-    stream, c, [&] { return tracing_state().allocate(device, stream, bytes, alignment); });
+  void* const ptr      = vouching_for(stream, c, [&] {
+    return direct ? direct->allocate(cuda::stream_ref{stream}, bytes, alignment)
+                       : tracing_state().allocate(device, stream, bytes, alignment);
+  });
   allocation_record record{.bytes   = bytes,
                            .stream  = stream,
                            .device  = device,
@@ -385,7 +391,11 @@ void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cud
   try {
     replaced = st.allocations.insert(ptr, std::move(record));
   } catch (...) {
-    tracing_state().deallocate(device, stream, ptr, bytes, alignment);
+    if (direct) {
+      direct->deallocate(cuda::stream_ref{stream}, ptr, bytes, alignment);
+    } else {
+      tracing_state().deallocate(device, stream, ptr, bytes, alignment);
+    }
     throw;
   }
   if (counts) {
@@ -450,12 +460,22 @@ allocation_record take_record(plugin_state& st, void* ptr, served_by by, char co
   return std::move(*record);
 }
 
-/** @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on. */
-void free_now(plugin_state& st, pending_free const& f, capture_info const& own) noexcept
+/**
+ * @brief Frees now, in the order of `f.stream` and after the streams `f.ptr` was recorded on:
+ * into `direct` (`direct_resource` of the record's device), else through `tracing_state()`.
+ */
+void free_now(plugin_state& st,
+              pending_free const& f,
+              capture_info const& own,
+              std::optional<device_async_resource_ref> direct) noexcept
 {
   allocation_record const& r = f.record;
   if (!r.users.empty()) { wait_for_users(f.stream, r.users, own); }
-  tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  if (direct) {
+    direct->deallocate(cuda::stream_ref{f.stream}, f.ptr, r.bytes, alignment);
+  } else {
+    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
+  }
   if (counts_ref const counts = local_counts(st.counters, r.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, r.bytes);
@@ -470,7 +490,7 @@ void release_deferred(plugin_state& st) noexcept
   if (st.deferred.count() == 0) { return; }
   rmm_next::detail::relaxed_capture_mode const relaxed;
   for (pending_free const& f : st.deferred.take_ready()) {
-    free_now(st, f, capture_info{});
+    free_now(st, f, capture_info{}, std::nullopt);
   }
 }
 
@@ -487,8 +507,8 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
   pending_free f{ptr, {}, take_record(st, ptr, served_by::device_resource, call)};
   // As in allocate; relaxed also for the waits on the streams recorded for the block, which may
   // synchronize a stream.
-  rmm_next::detail::relaxed_capture_mode const relaxed{!f.record.users.empty() ||
-                                                       needs_relaxing(st, f.record.device)};
+  std::optional<device_async_resource_ref> direct = direct_resource(st, f.record.device);
+  rmm_next::detail::relaxed_capture_mode const relaxed{!f.record.users.empty() || !direct};
   f.stream = stream.value_or(f.record.stream);
   detail::default_stream_context const in_context{f.stream, f.record.device};  // as in allocate
   capture_info const c = detail::capture_of(f.stream);
@@ -508,7 +528,7 @@ void deallocate(void* ptr, std::optional<cudaStream_t> stream, char const* call)
     }
     return;
   }
-  vouching_for(f.stream, c, [&] { free_now(st, f, c); });
+  vouching_for(f.stream, c, [&] { free_now(st, f, c, direct); });
 }
 
 }  // namespace

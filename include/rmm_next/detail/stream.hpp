@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -107,11 +108,41 @@ struct recent_lane {
   std::uint64_t lane{0};
 };
 
+/** @brief What `thread_may_lack_context` knows of the calling thread. */
+struct thread_context_state {
+  bool had_one{false};  ///< seen with a context of its own
+  int lent{0};          ///< `default_stream_context` scopes alive that made a context current
+};
+
+/**
+ * @brief The calling thread's facts about streams and contexts that every call into a cache reads:
+ * one thread-local object instead of one per fact. In a shared library each thread-local variable
+ * is found through its own `__tls_get_addr` call and sits on a cache line of its own; together
+ * they are found once per function and share a line, which matters where a call runs with the
+ * host's caches cold (between the allocations of a training step). Trivially destructible, so it
+ * stays readable while the thread's other thread-locals are destroyed.
+ */
+struct alignas(64) thread_stream_state {
+  std::optional<cudaStream_t> vouched{};  ///< `vouched_eager_stream`
+  recent_lane recent{};                   ///< `recent_stream_lane`
+  thread_context_state context{};         ///< `this_thread_context`
+  CUcontext legacy_context{};             ///< `stream_lane` of the legacy stream: its context
+  std::uint64_t legacy_id{0};             ///< and the id asked in it
+  CUcontext per_thread_context{};         ///< `stream_lane` of the per-thread stream: its context
+  std::uint64_t per_thread_serial{0};     ///< and the thread's number in it
+};
+static_assert(std::is_trivially_destructible_v<thread_stream_state>);
+
+[[gnu::always_inline]] inline thread_stream_state& this_thread_streams() noexcept
+{
+  thread_local thread_stream_state state{};
+  return state;
+}
+
 /** @brief This thread's last answer of `stream_lane` for a made stream (see `stream_lane_hint`). */
 [[gnu::always_inline]] inline recent_lane& recent_stream_lane() noexcept
 {
-  thread_local recent_lane last{};
-  return last;
+  return this_thread_streams().recent;
 }
 
 /**
@@ -129,29 +160,28 @@ struct recent_lane {
  */
 inline std::uint64_t stream_lane(cudaStream_t stream) noexcept
 {
+  thread_stream_state& t = this_thread_streams();
   if (stream == cudaStreamLegacy || (zero_is_legacy_stream && stream == cudaStream_t{})) {
     // A context destroyed and another made at its address keeps the old id for this thread: the
     // old context's work is done, so that only ever adds a wait on another thread's lane.
-    thread_local CUcontext context{};
-    thread_local std::uint64_t id{0};
-    if (CUcontext const now = current_context_or_null(); id == 0 || now != context) {
-      context = now;
-      id      = stream_id(cudaStreamLegacy);
+    if (CUcontext const now = current_context_or_null();
+        t.legacy_id == 0 || now != t.legacy_context) {
+      t.legacy_context = now;
+      t.legacy_id      = stream_id(cudaStreamLegacy);
     }
-    return id;
+    return t.legacy_id;
   }
   if (is_per_thread_default_stream(stream)) {
     static std::atomic<std::uint64_t> next{0};
-    thread_local CUcontext context{};
-    thread_local std::uint64_t serial{0};
-    if (CUcontext const now = current_context_or_null(); serial == 0 || now != context) {
-      context = now;
-      serial  = ++next;
+    if (CUcontext const now = current_context_or_null();
+        t.per_thread_serial == 0 || now != t.per_thread_context) {
+      t.per_thread_context = now;
+      t.per_thread_serial  = ++next;
     }
-    return (std::uint64_t{1} << 63) | (serial << 1);
+    return (std::uint64_t{1} << 63) | (t.per_thread_serial << 1);
   }
   std::uint64_t const id = stream_id(stream);
-  if (id != 0) { recent_stream_lane() = {stream, id}; }
+  if (id != 0) { t.recent = {stream, id}; }
   return id;
 }
 
@@ -233,8 +263,7 @@ inline int stream_device(cudaStream_t stream) noexcept
 /** @brief The stream an `eager_stream_scope` of the calling thread vouches for, if any. */
 [[gnu::always_inline]] inline std::optional<cudaStream_t>& vouched_eager_stream() noexcept
 {
-  thread_local std::optional<cudaStream_t> vouched{};
-  return vouched;
+  return this_thread_streams().vouched;
 }
 
 /**
@@ -316,16 +345,9 @@ inline capture_info capture_of(cudaStream_t stream) noexcept
 
 // ---- Contexts -------------------------------------------------------------------------------
 
-/** @brief What `thread_may_lack_context` knows of the calling thread. */
-struct thread_context_state {
-  bool had_one{false};  ///< seen with a context of its own
-  int lent{0};          ///< `default_stream_context` scopes alive that made a context current
-};
-
 [[gnu::always_inline]] inline thread_context_state& this_thread_context() noexcept
 {
-  thread_local thread_context_state state{};
-  return state;
+  return this_thread_streams().context;
 }
 
 /**
