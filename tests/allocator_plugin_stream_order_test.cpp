@@ -12,9 +12,12 @@
 // queries run in, and frees of vmm_resource blocks on a stream being captured.
 
 #include "support/fake_cuda_runtime.hpp"
+#include "support/fake_resource.hpp"
 
 #include <rmm_next/allocator_plugin.h>
 #include <rmm_next/detail/driver_api.hpp>
+#include <rmm_next/per_device_resource.hpp>
+#include <rmm_next/resource_ref.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -313,6 +316,43 @@ TEST(ThreadsWithoutAContext, TheSegmentCacheServesEveryCallOfSuchAThread)
   EXPECT_EQ(st.bypasses - st0.bypasses, 0U) << "a call of that thread went past the cache";
   EXPECT_EQ(st.hits - st0.hits, 3U);
   EXPECT_EQ(st.live_bytes, 0U);
+  ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
+// The plugin sends a call straight to its segment cache while the per-device map's version is
+// the one at which it last found the cache there. A resource C++ sets after that (a new version)
+// takes the next allocation and free; set back, the cache serves again, its freed block first.
+TEST(SegmentCache, AResourceSetFromCppAfterTheCacheServedTakesTheNextCalls)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  cudaStream_t const s = fake::make_stream(0);
+  for (int i = 0; i < 2; ++i) {  // the cache found on top, and the version noted
+    void* const p = rmm_next_torch_alloc(bytes, 0, s);
+    ASSERT_NE(p, nullptr) << rmm_next_last_error();
+    rmm_next_torch_free(p, bytes, 0, s);
+  }
+  void* const cached                          = rmm_next_torch_alloc(bytes, 0, s);
+  rmm_next_segment_cache_statistics const st0 = segment_statistics();
+  rmm_next::test::fake_resource counted{7};
+  auto const previous =
+    rmm_next::set_per_device_resource_ref(0, rmm_next::device_async_resource_ref{counted});
+  void* const elsewhere = rmm_next_torch_alloc(bytes, 0, s);
+  ASSERT_NE(elsewhere, nullptr) << rmm_next_last_error();
+  EXPECT_EQ(counted.allocations(), 1) << "the allocation went past the resource C++ set";
+  rmm_next_torch_free(elsewhere, bytes, 0, s);
+  EXPECT_EQ(counted.deallocations(), 1) << "the free went past the resource C++ set";
+  rmm_next_segment_cache_statistics const st1 = segment_statistics();
+  EXPECT_EQ(st1.hits, st0.hits);
+  EXPECT_EQ(st1.misses, st0.misses);
+  EXPECT_EQ(st1.live_bytes, bytes) << "only the block allocated before";
+  rmm_next::set_per_device_resource_ref(0, previous);
+  rmm_next_torch_free(cached, bytes, 0, s);
+  void* const again = rmm_next_torch_alloc(bytes, 0, s);
+  EXPECT_EQ(again, cached) << "the cache's freed block is the next allocation again";
+  EXPECT_EQ(segment_statistics().hits, st0.hits + 1);
+  rmm_next_torch_free(again, bytes, 0, s);
+  EXPECT_EQ(counted.allocations(), 1);
+  EXPECT_EQ(segment_statistics().live_bytes, 0u);
   ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
 }
 

@@ -614,6 +614,16 @@ struct per_device_resource_map_access {
   {
     return map.get(device, what);
   }
+  /**
+   * @brief The map's version: it changes with every ref the map publishes, for any device. A
+   * caller that found a device's ref to be what it expected at version `v` knows it still is
+   * while the version reads `v` (read before the ref, so that a change in between is seen).
+   */
+  template <class Map>
+  static std::uint64_t version(Map const& map) noexcept
+  {
+    return map.version_.load(std::memory_order_acquire);
+  }
   template <class Map>
   static auto get_current(Map const& map, std::string_view what)
   {

@@ -359,11 +359,19 @@ decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& c
  */
 std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int device)
 {
-  segment_adaptor* const top = st.slot(device).segment_cache_on_top();
+  device_slot const& slot    = st.slot(device);
+  segment_adaptor* const top = slot.segment_cache_on_top();
   if (top == nullptr || tracing_state().in_front()) { return std::nullopt; }
-  device_async_resource_ref const ref = get_per_device_resource_ref(device);
-  if (ref != device_async_resource_ref{*top}) { return std::nullopt; }
-  return ref;
+  // The map's version alone, while it is the one at which the resource was last found to be the
+  // cache: one atomic load instead of the map's read of the ref (a thread-local entry and the
+  // ref's comparison), lines a cold call would otherwise miss.
+  auto const& map             = get_per_device_resource_map();
+  std::uint64_t const version = detail::per_device_resource_map_access::version(map);
+  device_async_resource_ref const on_top{*top};
+  if (version == slot.top_validated_at()) { return on_top; }
+  if (get_per_device_resource_ref(device) != on_top) { return std::nullopt; }
+  slot.note_top_validated(version);
+  return on_top;
 }
 
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */

@@ -172,6 +172,22 @@ class device_slot {
     return segment_on_top_.load(std::memory_order_acquire);
   }
 
+  /**
+   * @brief The version of the per-device map (`per_device_resource_map_access::version`) at which
+   * the device's resource was last found to be `segment_cache_on_top()`, or `not_validated`.
+   * Every change the plugin makes to the device's resource changes the map's version too, so a
+   * version that still matches proves the resource unchanged without reading it.
+   */
+  [[nodiscard]] std::uint64_t top_validated_at() const noexcept
+  {
+    return top_validated_at_.load(std::memory_order_relaxed);
+  }
+  void note_top_validated(std::uint64_t version) const noexcept
+  {
+    top_validated_at_.store(version, std::memory_order_relaxed);
+  }
+  static constexpr std::uint64_t not_validated = ~std::uint64_t{0};
+
   void install_cache(int device, thread_cache_options const& options)
   {
     if (cache_in_place(device)) { return; }
@@ -260,6 +276,7 @@ class device_slot {
   resource_kind kind_{resource_kind::current_pool};
   std::optional<device_async_resource_ref> installed_;
   std::atomic<segment_adaptor*> segment_on_top_{};
+  mutable std::atomic<std::uint64_t> top_validated_at_{not_validated};
   async_device_resource* owned_{};
   async_managed_resource* managed_{};
   cache_adaptor* cache_{};
