@@ -92,6 +92,7 @@ class plugin_state {
  public:
   explicit plugin_state(int devices)
     : device_count{devices},
+      resource_map{&get_per_device_resource_map()},
       slots_{std::make_unique<device_slot[]>(static_cast<std::size_t>(devices))},
       counters{static_cast<std::size_t>(devices)},
       live{std::make_unique<live_bytes[]>(static_cast<std::size_t>(devices))},
@@ -192,6 +193,8 @@ class plugin_state {
   }
 
   int const device_count;
+  /** @brief The process-wide map (`get_per_device_resource_map`), found once. */
+  per_device_resource_map<device_async_resource_ref> const* const resource_map;
 
  private:
   resource_choice default_choice()
@@ -365,8 +368,7 @@ std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int d
   // The map's version alone, while it is the one at which the resource was last found to be the
   // cache: one atomic load instead of the map's read of the ref (a thread-local entry and the
   // ref's comparison), lines a cold call would otherwise miss.
-  auto const& map             = get_per_device_resource_map();
-  std::uint64_t const version = detail::per_device_resource_map_access::version(map);
+  std::uint64_t const version = detail::per_device_resource_map_access::version(*st.resource_map);
   device_async_resource_ref const on_top{*top};
   if (version == slot.top_validated_at()) { return on_top; }
   if (get_per_device_resource_ref(device) != on_top) { return std::nullopt; }

@@ -95,7 +95,7 @@ inline segment_cache_options to_segment_options(rmm_next_segment_cache_options c
  * @brief One device's choice. Resources the plugin puts in the map are never destroyed (refs to
  * them may have been handed out); a pool replaced later is trimmed instead.
  */
-class device_slot {
+class alignas(64) device_slot {
  public:
   /** @brief Applies `choice` now (the caller holds `mutex`). */
   void apply(int device, resource_choice const& choice, std::int64_t live_bytes, char const* call)
@@ -243,6 +243,11 @@ class device_slot {
   std::atomic<bool> touched{false};
 
  private:
+  // Read by every allocation and free without the lock: beside `touched`, on the slot's first
+  // cache line.
+  std::atomic<segment_adaptor*> segment_on_top_{};
+  mutable std::atomic<std::uint64_t> top_validated_at_{not_validated};
+
   void install_resource(int device, resource_kind kind, pool_options const& options)
   {
     cudaMemPool_t const previous_owned =
@@ -275,8 +280,6 @@ class device_slot {
 
   resource_kind kind_{resource_kind::current_pool};
   std::optional<device_async_resource_ref> installed_;
-  std::atomic<segment_adaptor*> segment_on_top_{};
-  mutable std::atomic<std::uint64_t> top_validated_at_{not_validated};
   async_device_resource* owned_{};
   async_managed_resource* managed_{};
   cache_adaptor* cache_{};
