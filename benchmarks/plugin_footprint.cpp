@@ -70,8 +70,8 @@ int main(int argc, char** argv)
   auto const stats = symbol<int (*)(int, rmm_next_segment_cache_statistics*)>(
     library, "rmm_next_get_segment_cache_statistics");
   auto const alloc = symbol<void* (*)(ssize_t, int, cudaStream_t)>(library, "rmm_next_torch_alloc");
-  auto const free  = symbol<void (*)(void*, ssize_t, int, cudaStream_t)>(library,
-                                                                        "rmm_next_torch_free");
+  auto const free =
+    symbol<void (*)(void*, ssize_t, int, cudaStream_t)>(library, "rmm_next_torch_free");
   if (enable(0, nullptr) != 0) {
     std::fprintf(stderr, "plugin_footprint: the segment cache was refused\n");
     return 2;
