@@ -172,21 +172,13 @@ def plugin(text):
   }}
   {P}add(8, q1 - q0); {P}add(9, q2 - q1); {P}add(10, q3 - q2); {P}add(11, q4 - q3);
   {P}add(12, __rdtsc() - q4);''', w)
-    text = replace(text, '''  if (direct) {
-    direct->deallocate(cuda::stream_ref{f.stream}, f.ptr, r.bytes, alignment);
-  } else {
-    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
-  }
+    text = replace(text, '''  release_to(direct, r.device, f.stream, f.ptr, r.bytes);
   if (counts_ref const counts = local_counts(st.counters, r.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, r.bytes);
   }
   st.live_of(r.device).sub(static_cast<std::int64_t>(r.bytes));''', f'''  unsigned long long const r0 = __rdtsc();
-  if (direct) {{
-    direct->deallocate(cuda::stream_ref{{f.stream}}, f.ptr, r.bytes, alignment);
-  }} else {{
-    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
-  }}
+  release_to(direct, r.device, f.stream, f.ptr, r.bytes);
   unsigned long long const r1 = __rdtsc();
   if (counts_ref const counts = local_counts(st.counters, r.device)) {{
     bump(counts->deallocations);

@@ -362,7 +362,7 @@ decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& c
  */
 std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int device)
 {
-  device_slot const& slot    = st.slot(device);
+  device_slot& slot          = st.slot(device);
   segment_adaptor* const top = slot.segment_cache_on_top();
   if (top == nullptr || tracing_state().in_front()) { return std::nullopt; }
   // The map's version alone, while it is the one at which the resource was last found to be the
@@ -374,6 +374,21 @@ std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int d
   if (get_per_device_resource_ref(device) != on_top) { return std::nullopt; }
   slot.note_top_validated(version);
   return on_top;
+}
+
+/** @brief Gives `ptr` back to `direct` when the plugin called it directly, else through
+ * `tracing_state()`, in the order of `stream`. */
+[[gnu::always_inline]] inline void release_to(std::optional<device_async_resource_ref> direct,
+                                              int device,
+                                              cudaStream_t stream,
+                                              void* ptr,
+                                              std::size_t bytes) noexcept
+{
+  if (direct) {
+    direct->deallocate(cuda::stream_ref{stream}, ptr, bytes, alignment);
+  } else {
+    tracing_state().deallocate(device, stream, ptr, bytes, alignment);
+  }
 }
 
 /** @brief `bytes` from the resource of `device` (resolved) in the order of `stream`, recorded. */
@@ -401,11 +416,7 @@ void* allocate(plugin_state& st, source from, std::size_t bytes, int device, cud
   try {
     replaced = st.allocations.insert(ptr, std::move(record));
   } catch (...) {
-    if (direct) {
-      direct->deallocate(cuda::stream_ref{stream}, ptr, bytes, alignment);
-    } else {
-      tracing_state().deallocate(device, stream, ptr, bytes, alignment);
-    }
+    release_to(direct, device, stream, ptr, bytes);
     throw;
   }
   if (counts) {
@@ -481,11 +492,7 @@ void free_now(plugin_state& st,
 {
   allocation_record const& r = f.record;
   if (!r.users.empty()) { wait_for_users(f.stream, r.users, own); }
-  if (direct) {
-    direct->deallocate(cuda::stream_ref{f.stream}, f.ptr, r.bytes, alignment);
-  } else {
-    tracing_state().deallocate(r.device, f.stream, f.ptr, r.bytes, alignment);
-  }
+  release_to(direct, r.device, f.stream, f.ptr, r.bytes);
   if (counts_ref const counts = local_counts(st.counters, r.device)) {
     bump(counts->deallocations);
     bump(counts->bytes_freed, r.bytes);

@@ -182,7 +182,7 @@ class alignas(64) device_slot {
   {
     return top_validated_at_.load(std::memory_order_relaxed);
   }
-  void note_top_validated(std::uint64_t version) const noexcept
+  void note_top_validated(std::uint64_t version) noexcept
   {
     top_validated_at_.store(version, std::memory_order_relaxed);
   }
@@ -246,7 +246,7 @@ class alignas(64) device_slot {
   // Read by every allocation and free without the lock: beside `touched`, on the slot's first
   // cache line.
   std::atomic<segment_adaptor*> segment_on_top_{};
-  mutable std::atomic<std::uint64_t> top_validated_at_{not_validated};
+  std::atomic<std::uint64_t> top_validated_at_{not_validated};
 
   void install_resource(int device, resource_kind kind, pool_options const& options)
   {
