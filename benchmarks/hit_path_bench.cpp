@@ -37,7 +37,9 @@
 //                                       each iteration allocates `burst` blocks of 4 KiB and frees
 //                                       them, and times only the allocations (`_hit`) or only the
 //                                       frees (`_free`); the time reported is per call. <cache>:
-//                                       segment_cache, thread_cache, raw_pool (the driver's call)
+//                                       segment_cache, thread_cache, raw_pool (the driver's call),
+//                                       thread_over_segment_cache (a thread cache in front of the
+//                                       segment cache: its pairs too)
 //
 // <stream>: made (a stream the program made) or legacy (cudaStreamLegacy, PyTorch's default).
 
@@ -214,6 +216,9 @@ void register_all()
   if (device == nullptr) { return; }
   static rmm_next::segment_cache_adaptor<async_device_resource> segment_cache{*device};
   static rmm_next::thread_cache_adaptor<async_device_resource> thread_cache{*device};
+  // In front of the segment cache above (a copy shares its state).
+  static rmm_next::thread_cache_adaptor<rmm_next::segment_cache_adaptor<async_device_resource>>
+    thread_over_segment_cache{segment_cache};
 
   register_piece_on_streams("is_capturing", [](cudaStream_t s) {
     benchmark::DoNotOptimize(rmm_next::detail::stream_is_eager(s));
@@ -272,6 +277,10 @@ void register_all()
     true);
   register_resource_bursts("segment_cache", segment_cache);
   register_resource_bursts("thread_cache", thread_cache);
+  register_on_streams("thread_over_segment_cache", [](benchmark::State& state, cudaStream_t s) {
+    resource_pairs(state, thread_over_segment_cache, s);
+  });
+  register_resource_bursts("thread_over_segment_cache", thread_over_segment_cache);
   register_bursts(
     "raw_pool",
     [](cudaStream_t s) {

@@ -19,6 +19,7 @@
 //   thread_cache_graph_live  thread_cache while one block it allocated during a stream capture
 //                            (graph memory, which it must never cache) is alive
 //   segment_cache          rmm_next::segment_cache_adaptor<async_device_resource>, default options
+//   thread_over_segment_cache  thread_cache_adaptor in front of segment_cache, default options
 // Every thread synchronizes its streams every 4096 pairs and at the end.
 //
 // Counters: peak_in_use_bytes (the bytes the threads held, summed over each thread's peak),
@@ -173,6 +174,53 @@ struct segment_cache_peer : mixed::resource_calls<segment_cache_peer> {
   void after_run(benchmark::State& state) { report_cache_run(state, cache, at_start); }
 };
 
+/**
+ * @brief rmm_next::thread_cache_adaptor in front of rmm_next::segment_cache_adaptor over
+ * async_device_resource, default options: every size of this pattern is the thread cache's, and
+ * what it takes and gives back comes from the segment cache. hit_rate is the thread cache's.
+ */
+struct thread_over_segment_cache_peer : mixed::resource_calls<thread_over_segment_cache_peer> {
+  static constexpr char const* name = "thread_over_segment_cache";
+  static constexpr bool caches      = true;
+  using segments = rmm_next::segment_cache_adaptor<rmm_next::async_device_resource>;
+  using adaptor  = rmm_next::thread_cache_adaptor<segments>;
+
+  adaptor cache;
+  rmm_next::thread_cache_statistics at_start{};
+
+  static thread_over_segment_cache_peer* instance()
+  {
+    return mixed::made_once<thread_over_segment_cache_peer>([] {
+      return thread_over_segment_cache_peer{{},
+                                            adaptor{segments{rmm_next::async_device_resource{}}}};
+    });
+  }
+
+  adaptor& resource() { return cache; }
+  [[nodiscard]] cudaMemPool_t pool() const
+  {
+    return cache.upstream_resource().upstream_resource().pool_handle();
+  }
+  void before_run()
+  {
+    cache.flush();  // every run starts with empty caches
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    segments upstream = cache.upstream_resource();  // shares the cache's state
+    (void)upstream.trim();
+    reset_pool(pool());
+    at_start = cache.statistics();
+  }
+  void after_run(benchmark::State& state)
+  {
+    mixed::report_pool_peaks(state, pool());
+    auto const now    = cache.statistics();
+    auto const hits   = static_cast<double>(now.hits - at_start.hits);
+    auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
+                        static_cast<double>(now.bypasses - at_start.bypasses);
+    state.counters["hit_rate"] = allocs > 0 ? hits / allocs : 0.0;
+  }
+};
+
 void register_all()
 {
   mixed::register_peer<raw_peer>();
@@ -181,6 +229,7 @@ void register_all()
   mixed::register_peer<thread_cache_peer<false>>();
   mixed::register_peer<thread_cache_peer<true, true>>();
   mixed::register_peer<segment_cache_peer>();
+  mixed::register_peer<thread_over_segment_cache_peer>();
 }
 
 register_at_start const registration{&register_all};

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -652,6 +653,45 @@ rmm_next_segment_cache_statistics segment_statistics()
   return s;
 }
 
+/**
+ * @brief In each mode, another thread captures while this one allocates, writes and frees blocks
+ * of 64 MiB (past what the segment cache keeps idle: a new segment each round) and of 64 KiB on
+ * each of `streams`, then runs `after`: the capture must end intact and replay, and the segment
+ * cache must have missed. Returns the segment cache's statistics at the end.
+ */
+template <class After>
+rmm_next_segment_cache_statistics cache_calls_leave_captures_intact(
+  std::initializer_list<cudaStream_t> streams, After after)
+{
+  for (cudaStreamCaptureMode const mode : every_mode) {
+    SCOPED_TRACE(name_of(mode));
+    rmm_next::test::stream_guard captured;
+    rmm_next_segment_cache_statistics const at_start = segment_statistics();
+    capture_result const r                           = capture_on_another_thread(
+      captured,
+      mode,
+      [] {},
+      [&] {
+        for (cudaStream_t const on : streams) {
+          for (std::size_t const bytes : {std::size_t{64} << 20, std::size_t{1} << 16}) {
+            for (int i = 0; i < 3; ++i) {
+              void* p = rmm_next_torch_alloc(static_cast<ssize_t>(bytes), 0, on);
+              EXPECT_NE(p, nullptr) << rmm_next_last_error();
+              EXPECT_EQ(cudaMemsetAsync(p, i, bytes, on), cudaSuccess);
+              rmm_next_torch_free(p, static_cast<ssize_t>(bytes), 0, on);
+            }
+          }
+        }
+        after();
+      });
+    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
+    EXPECT_EQ(r.replayed, cudaSuccess) << cudaGetErrorName(r.replayed);
+    EXPECT_GT(segment_statistics().misses, at_start.misses);
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return segment_statistics();
+}
+
 // The same with the segment cache as the device's resource. The plugin then leaves this thread in
 // its own (global) mode: the cache makes its upstream calls in relaxed mode itself. Its hits, its
 // misses (a new segment each round: 64 MiB, past what it keeps idle) and its frees, on a stream of
@@ -662,32 +702,27 @@ TEST_F(AllocatorPlugin, WithTheSegmentCacheCallsOnOtherStreamsLeaveAnotherThread
   rmm_next_segment_cache_statistics const before = segment_statistics();
   calls_on_other_streams_leave_the_capture_intact();
   rmm_next::test::stream_guard own;
-  for (cudaStreamCaptureMode const mode : every_mode) {
-    SCOPED_TRACE(name_of(mode));
-    rmm_next::test::stream_guard captured;
-    rmm_next_segment_cache_statistics const at_start = segment_statistics();
-    capture_result const r                           = capture_on_another_thread(
-      captured,
-      mode,
-      [] {},
-      [&] {
-        for (std::size_t const bytes : {std::size_t{64} << 20, std::size_t{1} << 16}) {
-          for (int i = 0; i < 3; ++i) {
-            void* p = rmm_next_torch_alloc(static_cast<ssize_t>(bytes), 0, own);
-            EXPECT_NE(p, nullptr) << rmm_next_last_error();
-            EXPECT_EQ(cudaMemsetAsync(p, i, bytes, own), cudaSuccess);
-            rmm_next_torch_free(p, static_cast<ssize_t>(bytes), 0, own);
-          }
-        }
-      });
-    EXPECT_EQ(r.ended, cudaSuccess) << cudaGetErrorName(r.ended) << ": the capture was broken";
-    rmm_next_segment_cache_statistics const at_end = segment_statistics();
-    EXPECT_GT(at_end.hits, at_start.hits);
-    EXPECT_GT(at_end.misses, at_start.misses);
-  }
-  rmm_next_segment_cache_statistics const after = segment_statistics();
+  rmm_next_segment_cache_statistics const after =
+    cache_calls_leave_captures_intact({own, cudaStreamLegacy}, [] {});
   EXPECT_GT(after.hits, before.hits);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
+// The same with the thread cache in front of the segment cache, which the plugin also calls
+// without relaxing this thread's mode: the thread cache's hits, misses and frees (64 KiB), the
+// segment cache's misses under it (64 MiB, past the thread cache's blocks), and the thread cache
+// taken out (its blocks flushed into the segment cache) and put back must leave the capture
+// intact.
+TEST_F(AllocatorPlugin, WithBothCachesCallsOnOtherStreamsLeaveAnotherThreadsCaptureIntact)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0) << rmm_next_last_error();
+  rmm_next::test::stream_guard own;
+  (void)cache_calls_leave_captures_intact({own, cudaStreamLegacy}, [] {
+    EXPECT_EQ(rmm_next_disable_thread_cache(0), 0) << rmm_next_last_error();
+    EXPECT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0) << rmm_next_last_error();
+  });
+  EXPECT_EQ(rmm_next_disable_thread_cache(0), 0) << rmm_next_last_error();
   EXPECT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
 }
 

@@ -319,16 +319,19 @@ TEST(ThreadsWithoutAContext, TheSegmentCacheServesEveryCallOfSuchAThread)
   ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
 }
 
-// The plugin sends a call straight to its segment cache while the per-device map's version is
-// the one at which it last found the cache there. A resource C++ sets after that (a new version)
-// takes the next allocation and free; set back, the cache serves again, its freed block first.
-TEST(SegmentCache, AResourceSetFromCppAfterTheCacheServedTakesTheNextCalls)
+/**
+ * @brief With the plugin's caches in place: two pairs on a stream (the caches found on top, the
+ * map's version noted), then a block kept live while C++ sets a resource, which must take the
+ * next allocation and free; set back, the freed block is the next allocation again.
+ * @return The segment cache's statistics while C++'s resource was set, and at the start of it.
+ */
+std::pair<rmm_next_segment_cache_statistics, rmm_next_segment_cache_statistics>
+a_resource_set_from_cpp_takes_the_next_calls()
 {
-  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
   cudaStream_t const s = fake::make_stream(0);
-  for (int i = 0; i < 2; ++i) {  // the cache found on top, and the version noted
+  for (int i = 0; i < 2; ++i) {
     void* const p = rmm_next_torch_alloc(bytes, 0, s);
-    ASSERT_NE(p, nullptr) << rmm_next_last_error();
+    EXPECT_NE(p, nullptr) << rmm_next_last_error();
     rmm_next_torch_free(p, bytes, 0, s);
   }
   void* const cached                          = rmm_next_torch_alloc(bytes, 0, s);
@@ -337,22 +340,46 @@ TEST(SegmentCache, AResourceSetFromCppAfterTheCacheServedTakesTheNextCalls)
   auto const previous =
     rmm_next::set_per_device_resource_ref(0, rmm_next::device_async_resource_ref{counted});
   void* const elsewhere = rmm_next_torch_alloc(bytes, 0, s);
-  ASSERT_NE(elsewhere, nullptr) << rmm_next_last_error();
+  EXPECT_NE(elsewhere, nullptr) << rmm_next_last_error();
   EXPECT_EQ(counted.allocations(), 1) << "the allocation went past the resource C++ set";
   rmm_next_torch_free(elsewhere, bytes, 0, s);
   EXPECT_EQ(counted.deallocations(), 1) << "the free went past the resource C++ set";
   rmm_next_segment_cache_statistics const st1 = segment_statistics();
-  EXPECT_EQ(st1.hits, st0.hits);
-  EXPECT_EQ(st1.misses, st0.misses);
-  EXPECT_EQ(st1.live_bytes, bytes) << "only the block allocated before";
   rmm_next::set_per_device_resource_ref(0, previous);
   rmm_next_torch_free(cached, bytes, 0, s);
   void* const again = rmm_next_torch_alloc(bytes, 0, s);
-  EXPECT_EQ(again, cached) << "the cache's freed block is the next allocation again";
-  EXPECT_EQ(segment_statistics().hits, st0.hits + 1);
+  EXPECT_EQ(again, cached) << "the freed block is the next allocation again";
   rmm_next_torch_free(again, bytes, 0, s);
   EXPECT_EQ(counted.allocations(), 1);
+  return {st0, st1};
+}
+
+// The plugin sends a call straight to its segment cache while the per-device map's version is
+// the one at which it last found the cache there. A resource C++ sets after that (a new version)
+// takes the next allocation and free; set back, the cache serves again, its freed block first.
+TEST(SegmentCache, AResourceSetFromCppAfterTheCacheServedTakesTheNextCalls)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  auto const [st0, st1] = a_resource_set_from_cpp_takes_the_next_calls();
+  EXPECT_EQ(st1.hits, st0.hits);
+  EXPECT_EQ(st1.misses, st0.misses);
+  EXPECT_EQ(st1.live_bytes, bytes) << "only the block allocated before";
+  EXPECT_EQ(segment_statistics().hits, st0.hits + 1) << "the block freed, then handed out again";
   EXPECT_EQ(segment_statistics().live_bytes, 0u);
+  ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
+}
+
+// The same with the thread cache in front of the segment cache: the plugin calls that pair
+// directly too, and a resource C++ sets takes the next calls all the same; set back, the thread
+// cache hands the freed block out again.
+TEST(SegmentCache, UnderTheThreadCacheAResourceSetFromCppTakesTheNextCalls)
+{
+  ASSERT_EQ(rmm_next_enable_segment_cache(0, nullptr), 0) << rmm_next_last_error();
+  ASSERT_EQ(rmm_next_enable_thread_cache(0, nullptr), 0) << rmm_next_last_error();
+  auto const [st0, st1] = a_resource_set_from_cpp_takes_the_next_calls();
+  EXPECT_EQ(st0.misses, 1u) << "one segment, under the thread cache";
+  EXPECT_EQ(st1.misses, st0.misses);
+  ASSERT_EQ(rmm_next_disable_thread_cache(0), 0) << rmm_next_last_error();
   ASSERT_EQ(rmm_next_disable_segment_cache(0), 0) << rmm_next_last_error();
 }
 

@@ -7,10 +7,11 @@ reserved of each way (the largest over the rounds).
 
     paired_rounds.py OUT_DIR [--rounds N] [--models suite,gpt2,small] [--steps N] [--seconds S]
                      [--max-idle-mib M] [--max-idle-fraction F] [--pool] [--breakdown K]
-                     [--extra-ways floor,timed]
+                     [--extra-ways floor,timed,stacked]
 
---extra-ways runs train_steps.py's ways floor and timed in every round too (after the pair, in
-the pair's order), building floor_allocator.cpp and timed_plugin.cpp with nvcc into OUT_DIR, and
+--extra-ways runs train_steps.py's ways floor, timed and stacked in every round too (after the
+pair, in the pair's order), building floor_allocator.cpp and timed_plugin.cpp with nvcc into
+OUT_DIR, and
 adds a table of their steps/s over native's (the median of paired ratios) and of the timed way's
 host time inside rmm-next per step.
 
@@ -45,7 +46,7 @@ parser.add_argument("--max-idle-fraction", type=float, default=None)
 parser.add_argument("--breakdown", type=int, default=0, metavar="K",
                     help="train_steps.py --breakdown K for every run, and a table of it")
 parser.add_argument("--extra-ways", default="",
-                    help="also floor and/or timed in every round (train_steps.py's ways)")
+                    help="also floor, timed and/or stacked in every round (train_steps.py's ways)")
 parser.add_argument("--pool", action="store_true",
                     help="also train each model once on the driver pool alone")
 args = parser.parse_args()
@@ -57,7 +58,7 @@ bounds = [*(["--max-idle-mib", str(args.max_idle_mib)] if args.max_idle_mib is n
 out.mkdir(parents=True, exist_ok=True)
 extra_ways = [w for w in args.extra_ways.split(",") if w]
 libraries = {"floor": "floor_allocator", "timed": "timed_plugin"}
-for way in extra_ways:
+for way in (w for w in extra_ways if w in libraries):
     built = out / f"{libraries[way]}.so"
     if not built.exists():
         subprocess.run(["nvcc", "-O2", "-shared", "-Xcompiler", "-fPIC",
@@ -137,8 +138,10 @@ if extra_ways:
                 inside = (f"{med(x['python_alloc_ms_per_step'] + x['python_free_ms_per_step'] for x in h):.3f} / "
                           f"{med(x['other_alloc_ms_per_step'] + x['other_free_ms_per_step'] for x in h):.3f}")
                 allocs = f"{med(x['python_allocs_per_step'] + x['other_allocs_per_step'] for x in h):.0f}"
+            reserved = (f"; peak reserved {max(r[way]['peak_reserved_bytes'] for r in rows) / MiB:.0f} MiB"
+                        if all("peak_reserved_bytes" in r[way] for r in rows) else "")
             print(f"| {model} | {way} | {med(r[way]['steps_per_second'] for r in rows):.1f} | "
-                  f"{ratio:.3f} | {'yes' if same else 'no'} | {inside} | {allocs} |")
+                  f"{ratio:.3f} | {'yes' if same else 'no'}{reserved} | {inside} | {allocs} |")
 if args.breakdown:
     print()
     print("| model | way | steps/s (median) | synced ms/step | GPU busy ms/step |")

@@ -9,7 +9,8 @@ python/tests/scenarios/torch_train.py), small (4 layers, d 512, the shapes (8, 6
 (4, 256), (32, 32) and (12, 96) in turn) or gpt2 (HuggingFace transformers GPT2LMHeadModel built
 from a config: 6 layers, d 512, six shapes in turn). WAY: native (PyTorch's caching allocator),
 segments (rmm_next.torch.use(segment_cache=True)) or pool (rmm_next.torch.use(): the driver pool
-alone, what the segment cache's memory comes from), floor (PyTorch's CUDAPluggableAllocator over
+alone, what the segment cache's memory comes from), stacked (rmm_next.torch.use(thread_cache=True,
+segment_cache=True): the thread cache in front of the segment cache), floor (PyTorch's CUDAPluggableAllocator over
 floor_allocator.cpp, --library its build: a per-size free list that ignores streams, so the cost of
 PyTorch's pluggable route itself in training) or timed (segments, with PyTorch calling the plugin
 through timed_plugin.cpp, --library its build: adds "plugin_host", the host time per timed step
@@ -36,7 +37,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("model", choices=["suite", "small", "gpt2"])
-parser.add_argument("way", choices=["native", "segments", "pool", "floor", "timed"])
+parser.add_argument("way", choices=["native", "segments", "stacked", "pool", "floor", "timed"])
 parser.add_argument("--steps", type=int, default=200)
 parser.add_argument("--max-idle-mib", type=int, default=None,
                     help="segments: the cache's max_idle_bytes in MiB (default: the cache's)")
@@ -53,7 +54,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 timed = None
-if args.way in ("segments", "pool", "timed"):
+if args.way in ("segments", "stacked", "pool", "timed"):
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
     import rmm_next
 
@@ -64,6 +65,8 @@ if args.way in ("segments", "pool", "timed"):
         rmm_next.torch.use()
     elif args.way == "segments":
         rmm_next.torch.use(segment_cache=cache)
+    elif args.way == "stacked":
+        rmm_next.torch.use(thread_cache=True, segment_cache=cache)
     else:
         import ctypes
 
@@ -172,7 +175,7 @@ elif args.way != "floor":  # the pluggable route has no device statistics (nor h
     pool = rmm_next.pool_attributes(0)
     result["peak_reserved_bytes"] = pool["reserved_mem_high"]
     result["pool_used_high_bytes"] = pool["used_mem_high"]  # under the cache: what it held
-    if args.way in ("segments", "timed"):
+    if args.way in ("segments", "stacked", "timed"):
         result["segment_cache"] = rmm_next.segment_cache_statistics(0)
 if args.breakdown > 0:
     k = args.breakdown

@@ -135,6 +135,31 @@ add_resource_kind const cache_owned_pool{{"thread_cache_owned",
                                           &make_over_pool<cache_resource<thread_cache>, true>}};
 
 /**
+ * @brief The thread cache (default options) in front of the segment cache (default options) over
+ * a driver pool: blocks of up to the thread cache's largest class are the thread's, larger ones the
+ * segment cache's. Measured on that pool.
+ */
+class stacked_cache_resource
+  : public resource_calls<rmm_next::thread_cache_adaptor<segment_cache>> {
+ public:
+  explicit stacked_cache_resource(rmm_next::async_device_resource upstream)
+    : resource_calls{rmm_next::thread_cache_adaptor<segment_cache>{segment_cache{upstream}}},
+      pool_{upstream.pool_handle()}
+  {
+    reset_pool(pool_);
+  }
+  memory_peaks peaks() override { return driver_pool_peaks(pool_); }
+
+ private:
+  cudaMemPool_t pool_;
+};
+
+add_resource_kind const stacked_current_pool{
+  {"thread_over_segment_cache",
+   "rmm_next::thread_cache_adaptor over rmm_next::segment_cache_adaptor over async_device_current",
+   &make_over_pool<stacked_cache_resource, false>}};
+
+/**
  * @brief The segment cache with a chosen idle bound, over the current pool. With
  * RMM_NEXT_REPLAY_IDLE_CSV set, every 16th free appends
  * "frees,idle_bytes,segment_bytes,live_bytes,idle_bound,unproven_bytes" to that file (statistics()

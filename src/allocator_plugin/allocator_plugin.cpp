@@ -351,25 +351,28 @@ decltype(auto) vouching_for(cudaStream_t stream, capture_info const& c, Call&& c
 }
 
 /**
- * @brief The resource of `device`, read once, when it is the plugin's segment cache with no log or
- * tracker in front; else empty. A call goes straight to that resource, and without the thread in
- * relaxed capture mode: the cache makes its own upstream calls in relaxed mode, and a hit or a
- * free into it asks the driver only what every mode allows, so the two mode exchanges a call would
- * cost are saved. Every other resource is called through `tracing_state()` in relaxed mode: while
- * another thread captures in global mode, the driver refuses a pool call from a thread in global
- * mode, on any stream, and invalidates that capture. (A resource set from C++ by another thread
- * after this read gets that one call as the resource read before.)
+ * @brief The resource of `device`, read once, when it is the plugin's segment cache, alone or
+ * under the plugin's thread cache, with no log or tracker in front; else empty. A call goes
+ * straight to that resource, and without the thread in relaxed capture mode: the segment cache
+ * makes its own upstream calls in relaxed mode, and a hit or a free into either cache asks the
+ * driver only what every mode allows, so the two mode exchanges a call would cost are saved. Every
+ * other resource is called through `tracing_state()` in relaxed mode: while another thread captures
+ * in global mode, the driver refuses a pool call from a thread in global mode, on any stream, and
+ * invalidates that capture. (A resource set from C++ by another thread after this read gets that
+ * one call as the resource read before.)
  */
 std::optional<device_async_resource_ref> direct_resource(plugin_state& st, int device)
 {
-  device_slot& slot          = st.slot(device);
-  segment_adaptor* const top = slot.segment_cache_on_top();
-  if (top == nullptr || tracing_state().in_front()) { return std::nullopt; }
+  device_slot& slot              = st.slot(device);
+  device_slot::own_top const top = slot.cache_on_top();
+  if (top.top == nullptr || tracing_state().in_front()) { return std::nullopt; }
   // The map's version alone, while it is the one at which the resource was last found to be the
   // cache: one atomic load instead of the map's read of the ref (a thread-local entry and the
   // ref's comparison), lines a cold call would otherwise miss.
   std::uint64_t const version = detail::per_device_resource_map_access::version(*st.resource_map);
-  device_async_resource_ref const on_top{*top};
+  device_async_resource_ref const on_top =
+    top.cache_top ? device_async_resource_ref{*static_cast<cache_adaptor*>(top.top)}
+                  : device_async_resource_ref{*static_cast<segment_adaptor*>(top.top)};
   if (version == slot.top_validated_at()) { return on_top; }
   if (get_per_device_resource_ref(device) != on_top) { return std::nullopt; }
   slot.note_top_validated(version);

@@ -163,18 +163,24 @@ class alignas(64) device_slot {
   [[nodiscard]] segment_adaptor* segment_cache() const noexcept { return segment_; }
 
   /**
-   * @brief The plugin's segment cache when it is the top of the device's resources as the plugin
-   * left them (no thread cache over it), else nullptr; read without the slot's lock. Whether the
-   * device's resource is still that one is the caller's to check.
+   * @brief The plugin's own caches when they are the top of the device's resources as the plugin
+   * left them: the segment cache alone, or the thread cache over the segment cache (`cache_top`
+   * true); read without the slot's lock. Whether the device's resource is still that one is the
+   * caller's to check.
    */
-  [[nodiscard]] segment_adaptor* segment_cache_on_top() const noexcept
+  struct own_top {
+    void* top{};  ///< segment_adaptor* or cache_adaptor*; nullptr: no cache of the plugin's on top
+    bool cache_top{};
+  };
+  [[nodiscard]] own_top cache_on_top() const noexcept
   {
-    return segment_on_top_.load(std::memory_order_acquire);
+    std::uintptr_t const word = top_.load(std::memory_order_acquire);
+    return {reinterpret_cast<void*>(word & ~std::uintptr_t{1}), (word & 1) != 0};
   }
 
   /**
    * @brief The version of the per-device map (`per_device_resource_map_access::version`) at which
-   * the device's resource was last found to be `segment_cache_on_top()`, or `not_validated`.
+   * the device's resource was last found to be `cache_on_top()`, or `not_validated`.
    * Every change the plugin makes to the device's resource changes the map's version too, so a
    * version that still matches proves the resource unchanged without reading it.
    */
@@ -245,7 +251,7 @@ class alignas(64) device_slot {
  private:
   // Read by every allocation and free without the lock: beside `touched`, on the slot's first
   // cache line.
-  std::atomic<segment_adaptor*> segment_on_top_{};
+  std::atomic<std::uintptr_t> top_{};  ///< `cache_on_top()`: the pointer, tagged 1 for the cache
   std::atomic<std::uint64_t> top_validated_at_{not_validated};
 
   void install_resource(int device, resource_kind kind, pool_options const& options)
@@ -274,8 +280,15 @@ class alignas(64) device_slot {
   void note_installed(int device)
   {
     installed_ = get_per_device_resource_ref(device);
-    segment_on_top_.store(segment_ != nullptr && !cache_in_place(device) ? segment_ : nullptr,
-                          std::memory_order_release);
+    // One word, so that no reader pairs one top with the other's kind.
+    std::uintptr_t word = 0;
+    if (segment_ != nullptr && !cache_in_place(device)) {
+      word = reinterpret_cast<std::uintptr_t>(segment_);
+    } else if (segment_ != nullptr && cache_wraps_ == device_async_resource_ref{*segment_}) {
+      static_assert(alignof(cache_adaptor) > 1);
+      word = reinterpret_cast<std::uintptr_t>(cache_) | 1;
+    }
+    top_.store(word, std::memory_order_release);
   }
 
   resource_kind kind_{resource_kind::current_pool};
