@@ -13,6 +13,10 @@
 // pair (callgrind) and the cache lines a cold pair touches (cachegrind), numbers that do not move
 // with the machine. Exits 1 unless every measured allocation was a hit of the segment cache.
 //
+// With RMM_NEXT_FOOTPRINT_STACKED=1 the plugin's thread cache is put in front of the segment cache
+// (configure(thread_cache=True, segment_cache=True)): then every measured allocation must be the
+// thread cache's, none reaching the segment cache.
+//
 // Over the fake runtime the cache's fences are refused (it makes no stream for them), so every
 // free tries one: that adds the same lines and instructions to every build it compares.
 
@@ -67,6 +71,8 @@ int main(int argc, char** argv)
   }
   auto const enable = symbol<int (*)(int, rmm_next_segment_cache_options const*)>(
     library, "rmm_next_enable_segment_cache");
+  auto const enable_thread_cache = symbol<int (*)(int, rmm_next_thread_cache_options const*)>(
+    library, "rmm_next_enable_thread_cache");
   auto const stats = symbol<int (*)(int, rmm_next_segment_cache_statistics*)>(
     library, "rmm_next_get_segment_cache_statistics");
   auto const alloc = symbol<void* (*)(ssize_t, int, cudaStream_t)>(library, "rmm_next_torch_alloc");
@@ -74,6 +80,12 @@ int main(int argc, char** argv)
     symbol<void (*)(void*, ssize_t, int, cudaStream_t)>(library, "rmm_next_torch_free");
   if (enable(0, nullptr) != 0) {
     std::fprintf(stderr, "plugin_footprint: the segment cache was refused\n");
+    return 2;
+  }
+  char const* const stacked_env = std::getenv("RMM_NEXT_FOOTPRINT_STACKED");
+  bool const stacked            = stacked_env != nullptr && std::string{stacked_env} == "1";
+  if (stacked && enable_thread_cache(0, nullptr) != 0) {
+    std::fprintf(stderr, "plugin_footprint: the thread cache was refused\n");
     return 2;
   }
   cudaStream_t const stream = rmm_next::test::fake_cuda::make_stream(0);
@@ -94,6 +106,11 @@ int main(int argc, char** argv)
   rmm_next_segment_cache_statistics after{};
   (void)stats(0, &after);
   long const hits = static_cast<long>(after.hits - before.hits);
+  if (stacked) {
+    long const reached = hits + static_cast<long>(after.misses - before.misses);
+    std::printf("pairs %ld, segment cache calls %ld (thread cache in front)\n", pairs, reached);
+    return reached == 0 ? 0 : 1;
+  }
   std::printf("pairs %ld, hits %ld\n", pairs, hits);
   return hits == pairs ? 0 : 1;
 }

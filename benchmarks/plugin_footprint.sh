@@ -8,6 +8,8 @@
 # host's caches were cold before each call (cachegrind: first-level data misses per pair beyond
 # those of the 8 MiB written in between). PROGRAM is the build's tests/plugin_footprint, LIBRARY a
 # librmm_next_allocator.so: run it on two builds' libraries to compare them.
+# RMM_NEXT_FOOTPRINT_STACKED=1 (passed on to PROGRAM) puts the thread cache in front of the
+# segment cache.
 set -euo pipefail
 program=${1:?usage: plugin_footprint.sh PROGRAM LIBRARY}
 library=${2:?usage: plugin_footprint.sh PROGRAM LIBRARY}
