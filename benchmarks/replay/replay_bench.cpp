@@ -270,6 +270,23 @@ add_resource_kind const segment_unbounded{
    "async_device_current",
    &make_measured<segment_cache_bounded<segment_cache_bounded<0>::unbounded>>}};
 
+/** @brief The segment cache, default bounds, fencing every free (`fence_interval` 1). */
+rmm_next::segment_cache_options fencing_every_free()
+{
+  rmm_next::segment_cache_options o;
+  o.fence_interval = 1;
+  return o;
+}
+
+add_resource_kind const segment_fence_every_free{
+  {"segment_cache_fence1",
+   "rmm_next::segment_cache_adaptor with fence_interval 1 (every free fenced), over "
+   "async_device_current",
+   [] {
+     return std::unique_ptr<replay_resource>{std::make_unique<cache_resource<segment_cache>>(
+       rmm_next::async_device_resource{}, fencing_every_free())};
+   }}};
+
 add_resource_kind const segment_current_pool{
   {"segment_cache_current",
    "rmm_next::segment_cache_adaptor over async_device_current",

@@ -63,7 +63,8 @@ if [[ -n ${RMM_NEXT_REPLAY_RESOURCE:-} ]]; then
   IFS=, read -r -a resources <<<"$RMM_NEXT_REPLAY_RESOURCE"
 else
   resources=(async_device_current async_device_owned thread_cache_current thread_cache_owned
-             segment_cache_current segment_cache_owned segment_cache_idle64
+             segment_cache_current segment_cache_owned thread_over_segment_cache
+             segment_cache_idle64
              segment_cache_idle16_f50 segment_cache_idle32_f50
              segment_cache_idle32_f100 segment_cache_idle256
              segment_cache_idle1024 rmm_pool rmm_arena rmm_cuda_async)
