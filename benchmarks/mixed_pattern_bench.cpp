@@ -87,13 +87,16 @@ struct resource_peer : mixed::resource_calls<resource_peer>,
 };
 
 /**
- * @brief The counters of a caching peer's run: the pool's peaks, and hit_rate (hits over the
+ * @brief The counters of a caching peer's run: the peaks of `pool`, and hit_rate (hits over the
  * allocations since `at_start`, the cache's statistics when the run began).
  */
 template <class Cache, class Statistics>
-void report_cache_run(benchmark::State& state, Cache& cache, Statistics const& at_start)
+void report_cache_run(benchmark::State& state,
+                      cudaMemPool_t pool,
+                      Cache& cache,
+                      Statistics const& at_start)
 {
-  mixed::report_pool_peaks(state, cache.upstream_resource().pool_handle());
+  mixed::report_pool_peaks(state, pool);
   auto const now    = cache.statistics();
   auto const hits   = static_cast<double>(now.hits - at_start.hits);
   auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
@@ -145,7 +148,10 @@ struct thread_cache_peer : mixed::resource_calls<thread_cache_peer<DetectCapture
     reset_pool(cache.upstream_resource().pool_handle());
     at_start = cache.statistics();
   }
-  void after_run(benchmark::State& state) { report_cache_run(state, cache, at_start); }
+  void after_run(benchmark::State& state)
+  {
+    report_cache_run(state, cache.upstream_resource().pool_handle(), cache, at_start);
+  }
 };
 
 /** @brief rmm_next::segment_cache_adaptor over async_device_resource, default options. */
@@ -171,7 +177,10 @@ struct segment_cache_peer : mixed::resource_calls<segment_cache_peer> {
     reset_pool(cache.upstream_resource().pool_handle());
     at_start = cache.statistics();
   }
-  void after_run(benchmark::State& state) { report_cache_run(state, cache, at_start); }
+  void after_run(benchmark::State& state)
+  {
+    report_cache_run(state, cache.upstream_resource().pool_handle(), cache, at_start);
+  }
 };
 
 /**
@@ -210,15 +219,7 @@ struct thread_over_segment_cache_peer : mixed::resource_calls<thread_over_segmen
     reset_pool(pool());
     at_start = cache.statistics();
   }
-  void after_run(benchmark::State& state)
-  {
-    mixed::report_pool_peaks(state, pool());
-    auto const now    = cache.statistics();
-    auto const hits   = static_cast<double>(now.hits - at_start.hits);
-    auto const allocs = hits + static_cast<double>(now.misses - at_start.misses) +
-                        static_cast<double>(now.bypasses - at_start.bypasses);
-    state.counters["hit_rate"] = allocs > 0 ? hits / allocs : 0.0;
-  }
+  void after_run(benchmark::State& state) { report_cache_run(state, pool(), cache, at_start); }
 };
 
 void register_all()

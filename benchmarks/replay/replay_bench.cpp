@@ -143,15 +143,14 @@ class stacked_cache_resource
   : public resource_calls<rmm_next::thread_cache_adaptor<segment_cache>> {
  public:
   explicit stacked_cache_resource(rmm_next::async_device_resource upstream)
-    : resource_calls{rmm_next::thread_cache_adaptor<segment_cache>{segment_cache{upstream}}},
-      pool_{upstream.pool_handle()}
+    : resource_calls{rmm_next::thread_cache_adaptor<segment_cache>{segment_cache{upstream}}}
   {
-    reset_pool(pool_);
+    reset_pool(upstream.pool_handle());
   }
-  memory_peaks peaks() override { return driver_pool_peaks(pool_); }
-
- private:
-  cudaMemPool_t pool_;
+  memory_peaks peaks() override
+  {
+    return driver_pool_peaks(resource().upstream_resource().upstream_resource().pool_handle());
+  }
 };
 
 add_resource_kind const stacked_current_pool{
